@@ -1,5 +1,9 @@
 """harness: a minimal agent loop with pluggy hooks and context-window capabilities."""
 
+from harness.agent import Agent, RunResult
+from harness.capability import Capability, Trigger
+from harness.compaction import CompactionResult, compact, compact_sync
+from harness.context import CompactionEvent, RequestContext
 from harness.errors import (
     CapabilityError,
     CapabilityOrderError,
@@ -11,6 +15,7 @@ from harness.errors import (
     WireFormatError,
     warn_experimental,
 )
+from harness.markers import hookimpl, hookspec
 from harness.messages import (
     CanonicalMessage,
     Part,
@@ -31,11 +36,19 @@ from harness.messages import (
     tool_return_ids,
     with_harness_mark,
 )
+from harness.plugins import PluginManager
+from harness.session import Session, SessionLoadError
+from harness.tokens import TokenCounter, get_token_counter
+from harness.wire import dump_messages, load_messages
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Agent",
     "CanonicalMessage",
+    "Capability",
+    "CompactionEvent",
+    "CompactionResult",
     "CapabilityError",
     "CapabilityOrderError",
     "HarnessError",
@@ -44,19 +57,33 @@ __all__ = [
     "MessageError",
     "Part",
     "PluginLoadError",
+    "PluginManager",
+    "RequestContext",
     "RetryPromptPart",
+    "RunResult",
+    "Session",
+    "SessionLoadError",
     "SystemPromptPart",
     "TextPart",
     "ThoughtPart",
     "ToolCallPart",
     "ToolReturnPart",
+    "TokenCounter",
+    "Trigger",
     "UnknownPart",
     "Usage",
     "UserPromptPart",
     "WireFormatError",
     "__version__",
+    "compact",
+    "compact_sync",
+    "dump_messages",
+    "get_token_counter",
+    "hookimpl",
+    "hookspec",
     "harness_mark",
     "latest_assistant_text",
+    "load_messages",
     "message_text",
     "tool_answer_ids",
     "tool_call_ids",
