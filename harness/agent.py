@@ -1,0 +1,191 @@
+"""The agent: a model, tools, capabilities and a system prompt, run against sessions.
+
+Example::
+
+    from harness import Agent
+    from harness.models.function import FunctionModel
+
+    agent = Agent(model, tools=[read_file], system_prompt="You are terse.")
+    result = await agent.run("What is in README.md?", session=session)
+    print(result.output)
+"""
+
+from __future__ import annotations
+
+__all__ = ["Agent", "InstructionsFunction", "RunResult"]
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeAlias
+
+import attrs
+
+from harness.loop import RequestOrchestrator
+from harness.messages import CanonicalMessage, Usage
+from harness.models import Model, ModelSettings, ToolDefinition
+from harness.plugins import PluginManager
+from harness.run_context import RunContext
+from harness.session import Session
+from harness.tools import Tool, ToolDefinitionError, as_tool
+
+InstructionsFunction: TypeAlias = Callable[[RunContext], Awaitable[str | None] | str | None]
+
+
+@attrs.frozen
+class RunResult:
+    """The result of :meth:`Agent.run`.
+
+    Attributes:
+        output: Text of the final response (``None`` when it had no text).
+        new_messages: Messages this run added to the history.
+        all_messages: The whole history after the run (a copy).
+        usage: Usage of this run, capability requests included.
+        request_id: The run's request id.
+        session: The session the run used (pass it to the next run to continue).
+        iterations: Model requests the run made.
+    """
+
+    output: str | None
+    new_messages: list[CanonicalMessage]
+    all_messages: list[CanonicalMessage]
+    usage: Usage
+    request_id: str
+    session: Session
+    iterations: int = 0
+
+
+def _positive(name: str, value: int) -> None:
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}")
+
+
+class Agent:
+    """Runs prompts through a model, its tools and a capability stack.
+
+    Args:
+        model: Any :class:`~harness.models.Model`.
+        tools: Tools or plain functions (turned into tools with :meth:`Tool.from_function`).
+        capabilities: Capability objects, run before every model request in this order
+            (adjusted only by their ``runs_before`` / ``runs_after`` declarations).
+        system_prompt: Static system prompt, sent in front of every request, never stored.
+        instructions: ``callable(RunContext) -> str`` (sync or async) for dynamic
+            instructions, evaluated before every model request, never stored.
+        plugin_manager: A prepared :class:`~harness.plugins.PluginManager` (observers,
+            entry-point plugins); ``capabilities`` are added to it.
+        max_iterations: Maximum model requests per run (``MaxIterationsExceeded``).
+        request_timeout: Seconds a whole run may take (``RequestTimeout``); ``None`` = no limit.
+        tool_max_retries: Attempts per call for transient tool failures (exceptions not in
+            ``NON_RETRYABLE``), with exponential backoff; after the last attempt the
+            failure becomes a tool return the model sees, and the run continues.
+        tool_retry_budget: Consecutive retry prompts (``ToolRetry``, invalid arguments,
+            unknown tool) a tool may cause before the run fails with
+            ``ToolRetryBudgetExceeded``; a success resets the count.
+        max_parallel_tools: Maximum tool calls of one response running at once.
+        max_empty_responses: Nudges after empty responses before ``EmptyResponseError``.
+        settings: Model settings sent with every request.
+        tool_retry_base_delay: First backoff delay in seconds (doubles, capped at 5 s,
+            plus up to 10 % jitter).
+        fallback_tool_calls: Parse tool calls written as text when a response has no
+            structured call (see :mod:`harness.fallback`).
+
+    Raises:
+        ValueError: A limit is below 1.
+        ToolDefinitionError: Two tools share a name.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        *,
+        tools: Sequence[Tool | Callable[..., Any]] = (),
+        capabilities: Sequence[object] = (),
+        system_prompt: str | None = None,
+        instructions: InstructionsFunction | None = None,
+        plugin_manager: PluginManager | None = None,
+        max_iterations: int = 25,
+        request_timeout: float | None = None,
+        tool_max_retries: int = 3,
+        tool_retry_budget: int = 3,
+        max_parallel_tools: int = 8,
+        max_empty_responses: int = 2,
+        settings: ModelSettings | None = None,
+        tool_retry_base_delay: float = 0.5,
+        fallback_tool_calls: bool = True,
+    ) -> None:
+        _positive("max_iterations", max_iterations)
+        _positive("tool_max_retries", tool_max_retries)
+        _positive("max_parallel_tools", max_parallel_tools)
+        if tool_retry_budget < 0:
+            raise ValueError(f"tool_retry_budget must be >= 0, got {tool_retry_budget}")
+        if max_empty_responses < 0:
+            raise ValueError(f"max_empty_responses must be >= 0, got {max_empty_responses}")
+        if request_timeout is not None and request_timeout <= 0:
+            raise ValueError(f"request_timeout must be positive or None, got {request_timeout}")
+        if tool_retry_base_delay < 0:
+            raise ValueError(f"tool_retry_base_delay must be >= 0, got {tool_retry_base_delay}")
+        self.model = model
+        self.tools: dict[str, Tool] = {}
+        for item in tools:
+            tool = as_tool(item)
+            if tool.name in self.tools:
+                raise ToolDefinitionError(f"two tools are named {tool.name!r}")
+            self.tools[tool.name] = tool
+        self.tool_definitions: tuple[ToolDefinition, ...] = tuple(t.definition for t in self.tools.values())
+        self.plugin_manager = plugin_manager if plugin_manager is not None else PluginManager()
+        if capabilities:
+            self.plugin_manager.add_capabilities(capabilities)
+        self.system_prompt = system_prompt
+        self.instructions = instructions
+        self.max_iterations = max_iterations
+        self.request_timeout = request_timeout
+        self.tool_max_retries = tool_max_retries
+        self.tool_retry_budget = tool_retry_budget
+        self.max_parallel_tools = max_parallel_tools
+        self.max_empty_responses = max_empty_responses
+        self.settings = settings if settings is not None else ModelSettings()
+        self.tool_retry_base_delay = tool_retry_base_delay
+        self.fallback_tool_calls = fallback_tool_calls
+        self._active: set[RequestOrchestrator] = set()
+
+    async def run(self, prompt: str | None, session: Session | None = None) -> RunResult:
+        """Run ``prompt`` to a final answer.
+
+        Args:
+            prompt: The user prompt. ``None`` continues a history that ends with a
+                request (for example after ``MaxIterationsExceeded``).
+            session: The conversation to continue and update; a fresh in-memory session
+                when omitted (find it on the result). A session with a ``path`` is saved
+                after the run, and after a failure before the error is raised.
+
+        Raises:
+            MaxIterationsExceeded, EmptyResponseError, ToolRetryBudgetExceeded,
+            RequestTimeout, UserAbort: The run stopped; the history was saved (the
+                error's ``session`` attribute holds it).
+            CapabilityError: A capability failed.
+        """
+        if session is None:
+            session = Session()
+        orchestrator = RequestOrchestrator(self, session, prompt, plugin_manager=self.plugin_manager)
+        self._active.add(orchestrator)
+        try:
+            outcome = await orchestrator.run()
+        finally:
+            self._active.discard(orchestrator)
+        return RunResult(
+            output=outcome.output,
+            new_messages=outcome.new_messages,
+            all_messages=outcome.all_messages,
+            usage=outcome.usage,
+            request_id=outcome.request_id,
+            session=session,
+            iterations=outcome.iterations,
+        )
+
+    def run_sync(self, prompt: str | None, session: Session | None = None) -> RunResult:
+        """Run :meth:`run` in a new event loop (for scripts; not inside a running loop)."""
+        return asyncio.run(self.run(prompt, session))
+
+    def abort(self) -> None:
+        """Abort every run of this agent in progress; each saves and raises ``UserAbort``."""
+        for orchestrator in list(self._active):
+            orchestrator.abort()
