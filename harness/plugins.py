@@ -50,9 +50,9 @@ import pluggy
 from harness import hookspecs
 from harness.capability import Capability
 from harness.errors import CapabilityError, CapabilityOrderError, PluginLoadError
-from harness.history import Violation, check_invariants
+from harness.history import Violation, check_invariants, is_empty_response
 from harness.markers import PROJECT_NAME
-from harness.messages import CanonicalMessage
+from harness.messages import CanonicalMessage, Part, RetryPromptPart
 from harness.tokens import TokenCounter, get_token_counter
 
 if TYPE_CHECKING:
@@ -583,7 +583,7 @@ class PluginManager:
         if ctx.messages is not history:  # the implementation rebound the list
             history[:] = ctx.messages
             ctx.messages = history
-        if history != snapshot:
+        if history != snapshot and not _same_shape(snapshot, history):
             before = baseline if baseline is not None else check_invariants(snapshot)
             after = check_invariants(history)
             problems = [_describe_violation(v) for v in _new_violations(before, after)]
@@ -891,6 +891,29 @@ def _call_observer(impl: pluggy.HookImpl, kwargs: Mapping[str, object], hook_nam
 def _discard(awaitable: Awaitable[object]) -> None:
     if inspect.iscoroutine(awaitable):
         awaitable.close()
+
+
+def _part_shape(part: Part) -> tuple[str, str | None, bool]:
+    if isinstance(part, RetryPromptPart):
+        return (part.part_kind, part.tool_call_id, part.answers_tool_call)
+    return (part.part_kind, getattr(part, "tool_call_id", None), False)
+
+
+def _message_shape(message: CanonicalMessage) -> tuple[object, ...]:
+    return (message.kind, is_empty_response(message), *map(_part_shape, message.parts))
+
+
+def _same_shape(before: Sequence[CanonicalMessage], after: Sequence[CanonicalMessage]) -> bool:
+    """True when ``after`` differs from ``before`` only in content that no invariant reads.
+
+    Every invariant depends only on message kinds, part kinds, tool-call ids, whether a
+    retry answers a call and whether a response is empty. An edit that keeps all of these
+    (clearing a tool result, replacing a superseded read) cannot add a violation, so the
+    guard skips the O(n) check for it; only the changed messages are compared.
+    """
+    if len(before) != len(after):
+        return False
+    return all(a is b or _message_shape(a) == _message_shape(b) for a, b in zip(before, after, strict=True))
 
 
 def _dropped_request(before: Sequence[CanonicalMessage], after: Sequence[CanonicalMessage]) -> bool:

@@ -528,6 +528,40 @@ async def test_guard_checks_only_when_the_history_changed(monkeypatch: pytest.Mo
     assert len(calls) == 3
 
 
+async def test_content_only_edits_skip_the_full_check_but_shape_edits_do_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[int] = []
+    real = check_invariants
+
+    def counting(messages: Any, **kwargs: Any) -> Any:
+        calls.append(len(messages))
+        return real(messages, **kwargs)
+
+    def clear_result(ctx: RequestContext) -> None:
+        ctx.messages[2] = CanonicalMessage.request(ToolReturnPart("c1", "read", "[cleared]"))
+
+    def blank_answer(ctx: RequestContext) -> None:
+        ctx.messages[3] = CanonicalMessage.response(TextPart("   "))
+
+    monkeypatch.setattr(plugins_module, "check_invariants", counting)
+    pm = PluginManager()
+    pm.add_capabilities([Editor("clearer", clear_result)])
+    ctx = make_ctx()
+    await pm.run_before_model_request(ctx)
+    assert calls == []
+    assert ctx.messages[2].parts[0] == ToolReturnPart("c1", "read", "[cleared]")
+
+    # Same part kinds and ids, but the response became empty: that shape change is checked.
+    pm = PluginManager()
+    pm.add_capabilities([Editor("blanker", blank_answer)])
+    ctx = make_ctx()
+    with pytest.raises(CapabilityError, match="blanker"):
+        await pm.run_before_model_request(ctx)
+    assert calls
+    assert ctx.messages == history()
+
+
 async def test_capability_raising_is_wrapped_and_history_restored() -> None:
     def edit(ctx: RequestContext) -> None:
         ctx.messages.clear()
