@@ -38,13 +38,14 @@ from harness.messages import (
 )
 from harness.plugins import PluginManager
 from harness.session import Session, SessionLoadError
-from harness.tokens import TokenCounter, get_token_counter
+from harness.tokens import ApproximateTokenCountWarning, TokenCounter, TokenizerError, get_token_counter
 from harness.wire import dump_messages, load_messages
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Agent",
+    "ApproximateTokenCountWarning",
     "CanonicalMessage",
     "Capability",
     "CompactionEvent",
@@ -68,6 +69,7 @@ __all__ = [
     "ThoughtPart",
     "ToolCallPart",
     "ToolReturnPart",
+    "TokenizerError",
     "TokenCounter",
     "Trigger",
     "UnknownPart",
