@@ -1,0 +1,541 @@
+"""``SummarizingCompaction``: replace the older history with one summary.
+
+Layout after a compaction (``S`` is the summary part, marked
+``{"kind": "summary", ...}`` in its harness metadata)::
+
+    [request: system prompts, first user request's prompts, kept user prompts, S, (first
+     kept request's parts)] + rest of the kept tail
+
+The summary request is merged into the first kept message when that is a request, so no
+two requests follow each other. On the next compaction the parts before ``S`` in its
+request are recognised as *carried* (kept verbatim again) and ``S`` as the previous
+summary, which the summarizer updates: however often it runs, the history holds exactly
+one summary, and the system prompt and the first user request once each.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "FALLBACKS",
+    "SUMMARY_KIND",
+    "Fallback",
+    "SummarizingCompaction",
+    "find_summary_parts",
+    "summary_text",
+]
+
+import asyncio
+import inspect
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, TypeAlias
+
+from harness.capability import Capability, Trigger
+from harness.context import CompactionEvent, RequestContext
+from harness.history import is_safe_cutoff, safe_cutoff, safe_token_cutoff
+from harness.messages import (
+    CanonicalMessage,
+    Part,
+    SystemPromptPart,
+    ToolCallPart,
+    UserPromptPart,
+    harness_mark,
+    with_harness_mark,
+)
+from harness.models import Model
+from harness_summarizing.digest import StructuralDigest
+from harness_summarizing.prompt import (
+    DEFAULT_INSTRUCTIONS,
+    DEFAULT_SUMMARY_PROMPT,
+    render_template,
+    render_transcript,
+    validate_template,
+)
+from harness_summarizing.summarizer import ModelSummarizer, Summarizer, Summary, SummaryRequest
+
+Fallback: TypeAlias = Literal["digest", "sliding"] | None
+FALLBACKS: tuple[Fallback, ...] = ("digest", "sliding", None)
+"""Accepted values of ``SummarizingCompaction(fallback=...)``."""
+
+SUMMARY_KIND = "summary"
+"""The ``kind`` in a summary part's harness mark."""
+
+_HEADER = (
+    "[Summary of the earlier conversation: {count} messages were compacted into this summary. "
+    "Continue the task from where it left off.]\n\n"
+)
+
+
+def _is_summary(part: Part) -> bool:
+    if not isinstance(part, UserPromptPart) or part.metadata is None:
+        return False
+    mark = harness_mark(part)
+    return mark is not None and mark.get("kind") == SUMMARY_KIND
+
+
+def _is_user_prompt(part: Part) -> bool:
+    """A user prompt written by the user (marks of other capabilities allowed, e.g. preserved)."""
+    if not isinstance(part, UserPromptPart):
+        return False
+    mark = harness_mark(part)
+    return mark is None or (mark.get("kind") != SUMMARY_KIND and not mark.get("request_scoped"))
+
+
+def find_summary_parts(messages: Sequence[CanonicalMessage]) -> list[tuple[int, int]]:
+    """Locate every summary part (recognised by its harness mark, never by text).
+
+    Returns:
+        ``(message_index, part_index)`` pairs in history order.
+    """
+    found: list[tuple[int, int]] = []
+    for index, message in enumerate(messages):
+        if message.kind != "request":
+            continue
+        for part_index, part in enumerate(message.parts):
+            if _is_summary(part):
+                found.append((index, part_index))
+    return found
+
+
+def summary_text(part: UserPromptPart) -> str:
+    """The summary itself, without the header shown to the model."""
+    mark = harness_mark(part) or {}
+    offset = mark.get("text_offset")
+    text = part.text
+    if isinstance(offset, int) and 0 <= offset <= len(text):
+        return text[offset:]
+    return text
+
+
+def _int_mark(mark: Mapping[str, Any] | None, key: str) -> int:
+    value = None if mark is None else mark.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _positive_or_none(name: str, value: float | None) -> None:
+    if value is not None and value <= 0:
+        raise ValueError(f"{name} must be positive or None.")
+
+
+def _non_negative(name: str, value: int | None) -> None:
+    if value is not None and value < 0:
+        raise ValueError(f"{name} must be non-negative.")
+
+
+class _Plan:
+    """What one compaction will do (built before the summarizer runs)."""
+
+    def __init__(self) -> None:
+        self.carried: list[Part] = []
+        self.new_messages: list[CanonicalMessage] = []
+        self.previous: list[UserPromptPart] = []
+        self.droppable = 0
+        self.removed_calls: list[str] = []
+
+
+class SummarizingCompaction(Capability):
+    """Replace the older part of the history with ONE summary when a trigger fires.
+
+    The newest ``keep_messages`` (or ``keep_tokens``) stay verbatim; the cut never splits
+    a tool call from its answers, at any distance, and the request being sent is always
+    kept. A failing summarizer never loses history: the fallback (by default the
+    structural digest, which cannot fail) is used, or the history is left unchanged, and
+    the event's ``details`` say what happened. No error text is ever written into a
+    summary. ``asyncio.CancelledError`` propagates.
+
+    A summary is *useless* (and treated like a failure) when, after stripping
+    whitespace, it is empty, shorter than ``min_summary_chars``, or identical to the
+    previous summary although new messages were summarized.
+
+    Args:
+        max_messages: Fire when the history holds more than this many messages.
+        max_tokens: Fire when the history holds more than this many tokens.
+        max_fraction: Fire above this fraction of the context window.
+        context_window: Overrides the model's context window for ``max_fraction``.
+        keep_messages: Newest messages kept verbatim (at least the request being sent).
+        keep_tokens: Keep the newest messages fitting this many tokens instead.
+        model: Harness model that writes the summary; default: the agent's model
+            (``ctx.model``), or the structural digest when there is none.
+        summary_prompt: Template with ``{messages}`` (required), ``{previous_summary}``
+            and ``{message_count}``; rendered in one pass, never with ``str.format``.
+        instructions: System instructions sent to a model summarizer.
+        incremental: Pass the previous summary to the summarizer to update (else the
+            previous summary is summarized as ordinary content).
+        preserve_first_user_message: Keep the first user request verbatim.
+        keep_user_messages: Keep every user prompt of the summarized range verbatim,
+            beside the summary.
+        tool_return_max_chars: Bound of each tool return / retry / tool-call argument
+            shown to the summarizer (``None``: unbounded).
+        summarizer: Custom summarizer (``str`` or :class:`Summary`, sync or async);
+            exclusive with ``model``.
+        timeout: Seconds the summarizer may take (``None``: no limit).
+        fallback: ``"digest"`` (structural digest summary), ``"sliding"`` (drop the
+            range, keep the previous summary as is) or ``None`` (leave the history
+            unchanged) when the summarizer fails.
+        min_summary_chars: Shorter summaries count as useless.
+        digest: The structural digest used as default and fallback summarizer.
+
+    Raises:
+        ValueError: A parameter is out of range; the message names it.
+    """
+
+    name = "summarizing"
+
+    def __init__(
+        self,
+        *,
+        max_messages: int | None = None,
+        max_tokens: int | None = None,
+        max_fraction: float | None = None,
+        context_window: int | None = None,
+        keep_messages: int = 20,
+        keep_tokens: int | None = None,
+        model: Model | None = None,
+        summary_prompt: str = DEFAULT_SUMMARY_PROMPT,
+        instructions: str = DEFAULT_INSTRUCTIONS,
+        incremental: bool = True,
+        preserve_first_user_message: bool = True,
+        keep_user_messages: bool = False,
+        tool_return_max_chars: int | None = 500,
+        summarizer: Summarizer | None = None,
+        timeout: float | None = 60.0,
+        fallback: Fallback = "digest",
+        min_summary_chars: int = 20,
+        digest: StructuralDigest | None = None,
+    ) -> None:
+        self.trigger = Trigger.create(
+            max_messages=max_messages,
+            max_tokens=max_tokens,
+            max_fraction=max_fraction,
+            context_window=context_window,
+            required=False,
+        )
+        _non_negative("keep_messages", keep_messages)
+        _non_negative("keep_tokens", keep_tokens)
+        _non_negative("min_summary_chars", min_summary_chars)
+        if tool_return_max_chars is not None and tool_return_max_chars < 1:
+            raise ValueError("tool_return_max_chars must be positive or None.")
+        _positive_or_none("timeout", timeout)
+        if model is not None and summarizer is not None:
+            raise ValueError("Set at most one of model or summarizer.")
+        if model is not None and not isinstance(model, Model):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(
+                f"model must be a harness Model (model_name, context_window, async request()), "
+                f"got {type(model).__name__}."
+            )
+        if summarizer is not None and not callable(summarizer):  # pyright: ignore[reportUnnecessaryComparison]
+            raise ValueError(f"summarizer must be callable, got {type(summarizer).__name__}.")
+        if fallback not in FALLBACKS:
+            raise ValueError(f"fallback must be 'digest', 'sliding' or None, got {fallback!r}.")
+        validate_template(summary_prompt, parameter="summary_prompt")
+        if not isinstance(instructions, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError("instructions must be a string.")
+        self.keep_messages = keep_messages
+        self.keep_tokens = keep_tokens
+        self.model = model
+        self.summary_prompt = summary_prompt
+        self.instructions = instructions
+        self.incremental = incremental
+        self.preserve_first_user_message = preserve_first_user_message
+        self.keep_user_messages = keep_user_messages
+        self.tool_return_max_chars = tool_return_max_chars
+        self.summarizer = summarizer
+        self.timeout = timeout
+        self.fallback: Fallback = fallback
+        self.min_summary_chars = min_summary_chars
+        self.digest = digest if digest is not None else StructuralDigest()
+
+    def __repr__(self) -> str:
+        return (
+            f"SummarizingCompaction(trigger={self.trigger!r}, keep_messages={self.keep_messages}, "
+            f"keep_tokens={self.keep_tokens}, fallback={self.fallback!r})"
+        )
+
+    # ------------------------------------------------------------------ trigger
+
+    def should_compact(self, ctx: RequestContext) -> str | None:
+        """Why the trigger fires (``None`` when idle or when no trigger is configured).
+
+        Without ``max_messages``/``max_tokens``/``max_fraction`` the capability only acts
+        when called directly (``TieredCompaction``, ``harness.compaction.compact(force=True)``).
+        """
+        if not self.trigger.configured:
+            return None
+        return self.trigger.exceeded(ctx, self.name)
+
+    # ------------------------------------------------------------------ compaction
+
+    def _cut(
+        self, ctx: RequestContext, messages: list[CanonicalMessage], summaries: list[tuple[int, int]]
+    ) -> int:
+        if self.keep_tokens is None:
+            return safe_cutoff(messages, max(self.keep_messages, 1))
+        counter = ctx.token_counter
+        summary_at = {id(messages[index]): part_index for index, part_index in summaries}
+
+        def count(message: CanonicalMessage) -> int:
+            # The summary request counts only the parts merged after the summary, so a
+            # compacted history measures like its kept tail (compaction is idempotent).
+            part_index = summary_at.get(id(message))
+            if part_index is None:
+                return counter.count_message(message)
+            return sum(counter.count_part(p) for p in message.parts[part_index + 1 :])
+
+        return safe_token_cutoff(messages, self.keep_tokens, count)
+
+    def _plan(self, messages: Sequence[CanonicalMessage], cut: int, has_summary: bool) -> _Plan:
+        plan = _Plan()
+        systems: set[str] = set()
+        first_user_done = has_summary or not self.preserve_first_user_message
+        removed = plan.removed_calls
+        for message in messages[:cut]:
+            parts = message.parts
+            if message.kind == "response":
+                plan.new_messages.append(message)
+                plan.droppable += len(parts)
+                for part in parts:
+                    if isinstance(part, ToolCallPart):
+                        removed.append(part.tool_call_id)
+                continue
+            if (
+                first_user_done
+                and not self.keep_user_messages
+                and all(
+                    not isinstance(p, SystemPromptPart) and getattr(p, "metadata", None) is None
+                    for p in parts
+                )
+            ):
+                plan.new_messages.append(message)  # fast path: unmarked, nothing to carry
+                plan.droppable += len(parts)
+                continue
+            summary_indices = [j for j, p in enumerate(message.parts) if _is_summary(p)]
+            last_summary = summary_indices[-1] if summary_indices else -1
+            is_first_user = not first_user_done and any(_is_user_prompt(p) for p in message.parts)
+            first_user_done = first_user_done or is_first_user
+            new_parts: list[Part] = []
+            for part_index, part in enumerate(message.parts):
+                if _is_summary(part):
+                    plan.previous.append(part)  # pyright: ignore[reportArgumentType]
+                    continue
+                if isinstance(part, SystemPromptPart):
+                    if part.content not in systems:
+                        systems.add(part.content)
+                        plan.carried.append(part)
+                    continue
+                if isinstance(part, UserPromptPart) and part_index < last_summary:
+                    plan.carried.append(part)  # kept verbatim by an earlier compaction
+                    continue
+                if isinstance(part, UserPromptPart) and (is_first_user or self.keep_user_messages):
+                    plan.carried.append(part)
+                    new_parts.append(part)  # the summarizer still sees it
+                    continue
+                new_parts.append(part)
+                plan.droppable += 1
+            if len(new_parts) == len(message.parts):
+                plan.new_messages.append(message)
+            elif new_parts:
+                plan.new_messages.append(message.replace(parts=tuple(new_parts)))
+        return plan
+
+    async def compact(self, ctx: RequestContext, *, reason: str = "forced") -> None:
+        """Summarize the older history now (unconditionally), keeping the newest messages.
+
+        Does nothing when there is nothing new to summarize (for example on a history
+        this capability just compacted).
+        """
+        messages = ctx.messages
+        total = len(messages)
+        if total < 2:
+            return
+        summaries = find_summary_parts(messages)
+        cut = self._cut(ctx, messages, summaries)
+        if cut <= 0:
+            return
+        if summaries and summaries[-1][0] >= cut:
+            newest = summaries[-1][0]
+            if newest >= total - 1 or not is_safe_cutoff(messages, newest + 1):
+                return
+            cut = newest + 1  # a summary must never survive beside a new one
+        plan = self._plan(messages, cut, has_summary=bool(summaries))
+        if plan.droppable == 0:
+            return
+        await self._summarize_and_apply(ctx, plan, cut, reason)
+
+    def _request(self, ctx: RequestContext, plan: _Plan, *, render: bool = True) -> SummaryRequest:
+        previous_text: str | None = None
+        previous_digest: Mapping[str, Any] | None = None
+        new_messages = plan.new_messages
+        if plan.previous:
+            texts = [summary_text(p) for p in plan.previous]
+            if self.incremental:
+                previous_text = "\n\n".join(texts)
+                mark = harness_mark(plan.previous[-1])
+                payload = None if mark is None else mark.get("digest")
+                if len(plan.previous) == 1 and isinstance(payload, Mapping):
+                    previous_digest = payload  # pyright: ignore[reportUnknownVariableType]
+            else:
+                earlier = CanonicalMessage.request(*(UserPromptPart(t) for t in texts))
+                new_messages = [earlier, *new_messages]
+        if not render:  # the structural digest reads the messages, not the prompt
+            return SummaryRequest(
+                messages=tuple(new_messages),
+                transcript="",
+                prompt="",
+                instructions=self.instructions,
+                previous_summary=previous_text,
+                previous_digest=previous_digest,  # pyright: ignore[reportUnknownArgumentType]
+                kept_verbatim=tuple(plan.carried),
+                context=ctx,
+            )
+        transcript = render_transcript(new_messages, tool_return_max_chars=self.tool_return_max_chars)
+        prompt = render_template(
+            self.summary_prompt,
+            {
+                "messages": transcript,
+                "previous_summary": previous_text if previous_text is not None else "(none)",
+                "message_count": str(len(new_messages)),
+            },
+        )
+        return SummaryRequest(
+            messages=tuple(new_messages),
+            transcript=transcript,
+            prompt=prompt,
+            instructions=self.instructions,
+            previous_summary=previous_text,
+            previous_digest=previous_digest,  # pyright: ignore[reportUnknownArgumentType]
+            kept_verbatim=tuple(plan.carried),
+            context=ctx,
+        )
+
+    def _resolve(self, ctx: RequestContext) -> tuple[Summarizer, str]:
+        if self.summarizer is not None:
+            if isinstance(self.summarizer, StructuralDigest):
+                return self.summarizer, "digest"
+            label = getattr(self.summarizer, "__qualname__", None) or type(self.summarizer).__name__
+            return self.summarizer, f"custom:{label}"
+        model = self.model if self.model is not None else ctx.model
+        if model is not None:
+            return ModelSummarizer(model), f"model:{model.model_name}"
+        return self.digest, "digest"
+
+    def _useless(self, text: str, previous: str | None) -> str | None:
+        stripped = text.strip()
+        if not stripped:
+            return "summarizer returned an empty summary"
+        if len(stripped) < self.min_summary_chars:
+            return f"summary too short ({len(stripped)} < min_summary_chars {self.min_summary_chars})"
+        if previous is not None and " ".join(stripped.split()) == " ".join(previous.split()):
+            return "summary identical to the previous summary although new messages were summarized"
+        return None
+
+    async def _run_summarizer(
+        self, ctx: RequestContext, summarizer: Summarizer, request: SummaryRequest
+    ) -> tuple[Summary | None, str | None]:
+        try:
+            async with asyncio.timeout(self.timeout):
+                result = summarizer(request)
+                if inspect.isawaitable(result):
+                    result = await result
+        except TimeoutError:
+            return None, f"summarizer timed out after {self.timeout}s"
+        except Exception as exc:
+            return None, f"summarizer raised {type(exc).__name__}: {exc}"
+        summary = result if isinstance(result, Summary) else Summary(text=str(result))
+        if summary.usage is not None:
+            ctx.add_usage(summary.usage)
+        problem = self._useless(summary.text, request.previous_summary)
+        if problem is not None:
+            return None, problem
+        return summary, None
+
+    async def _summarize_and_apply(self, ctx: RequestContext, plan: _Plan, cut: int, reason: str) -> None:
+        summarizer, label = self._resolve(ctx)
+        request = self._request(ctx, plan, render=not isinstance(summarizer, StructuralDigest))
+        summary, error = await self._run_summarizer(ctx, summarizer, request)
+        usage = summary.usage if summary is not None else None
+        fallback_used: str | None = None
+        if summary is None:
+            fallback_used = self.fallback
+            if self.fallback == "digest" and summarizer is not self.digest:
+                summary = self.digest.summarize(request)
+                label = "digest"
+            elif self.fallback == "sliding":
+                pass
+            else:
+                fallback_used = None
+                self._report_unchanged(ctx, reason, label, error, request)
+                return
+        messages = ctx.messages
+        if summary is None and not plan.carried and not plan.previous and messages[cut].kind == "response":
+            # a bare sliding cut here would start the history with a response: keep it as is
+            self._report_unchanged(ctx, reason, label, error, request)
+            return
+        previous_mark = harness_mark(plan.previous[-1]) if plan.previous else None
+        summarized_now = len(plan.new_messages)
+        details: dict[str, Any] = {
+            "summarizer": label,
+            "summarized_messages": summarized_now,
+            "kept_messages": len(messages) - cut,
+            "cut": cut,
+            "incremental": bool(plan.previous) and self.incremental,
+            "fallback_used": fallback_used,
+            "error": error,
+        }
+        parts: list[Part] = list(plan.carried)
+        if summary is not None:
+            total_summarized = _int_mark(previous_mark, "summarized_messages") + summarized_now
+            header = _HEADER.format(count=total_summarized)
+            mark: dict[str, Any] = {
+                "kind": SUMMARY_KIND,
+                "strategy": self.name,
+                "summarized_messages": total_summarized,
+                "compactions": _int_mark(previous_mark, "compactions") + 1,
+                "summarizer": label,
+                "text_offset": len(header),
+            }
+            if summary.digest is not None:
+                mark["digest"] = summary.digest
+            parts.append(with_harness_mark(UserPromptPart(header + summary.text.strip()), **mark))
+            details["summary_chars"] = len(summary.text.strip())
+            if usage is not None:
+                details["summarizer_usage"] = {
+                    "request_tokens": usage.request_tokens,
+                    "response_tokens": usage.response_tokens,
+                }
+            details["total_summarized_messages"] = total_summarized
+        elif plan.previous:
+            parts.append(plan.previous[-1])  # sliding fallback: the old summary stays as it is
+        tail = messages[cut:]
+        if tail[0].kind == "request":
+            new_history = [tail[0].replace(parts=(*parts, *tail[0].parts)), *tail[1:]]
+        else:
+            new_history = [CanonicalMessage.request(*parts), *tail]
+        ctx.replace_messages(
+            new_history,
+            strategy=self.name,
+            reason=reason,
+            removed_tool_call_ids=plan.removed_calls,
+            details=details,
+        )
+
+    def _report_unchanged(
+        self, ctx: RequestContext, reason: str, label: str, error: str | None, request: SummaryRequest
+    ) -> None:
+        tokens = ctx.count_tokens()
+        ctx.report(
+            CompactionEvent(
+                strategy=self.name,
+                reason=reason,
+                messages_before=len(ctx.messages),
+                messages_after=len(ctx.messages),
+                tokens_before=tokens,
+                tokens_after=tokens,
+                details={
+                    "summarizer": label,
+                    "summarized_messages": 0,
+                    "attempted_messages": len(request.messages),
+                    "fallback_used": None,
+                    "error": error,
+                    "applied": False,
+                },
+            )
+        )
