@@ -77,7 +77,7 @@ def _factories() -> dict[str, tuple[Factory, int]]:
                 tiers=[
                     dedupe(file_key=file_key),
                     clear(max_messages=1, keep_pairs=3),
-                    window(max_messages=2, keep_messages=max(1, n // 4)),
+                    window(max_messages=n, keep_messages=max(1, n // 4)),
                 ],
                 target_tokens=max(1, t // 4),
             ),

@@ -699,7 +699,11 @@ class TokenCounter:
         for snapshot in sorted(snapshots, key=_snapshot_length, reverse=True):
             known = snapshot.messages
             k = len(known)
-            if k <= n and (new == known if k == n else new[:k] == known):
+            # The identity check first: an equal-but-rebuilt history (e.g. reloaded from
+            # disk) must not match by deep equality here, or every later call would repeat
+            # that O(n) comparison; it goes through the branch below once instead, which
+            # snapshots the new objects.
+            if k and k <= n and new[k - 1] is known[k - 1] and (new == known if k == n else new[:k] == known):
                 fast, fast_length = snapshot, k
                 break
         # The history ``new`` derives from is the one sharing the longest prefix with it;
@@ -709,15 +713,26 @@ class TokenCounter:
         best_position = snapshots.index(fast) if fast is not None else len(snapshots)
         if fast_length < n:
             probe = new[fast_length]
+            first = new[0]
+            # Histories made of the same message objects as ``new`` (its own lineage) are
+            # compared first; deep equality against rebuilt copies is paid only when no
+            # snapshot shares ``new``'s objects.
+            same_lineage = any(s.messages and s.messages[0] is first for s in snapshots)
             for position, snapshot in enumerate(snapshots):
                 known = snapshot.messages
                 if snapshot is fast or len(known) <= fast_length:
                     continue
                 if fast is None:
+                    if same_lineage and known[0] is not first:
+                        continue
                     common = _common_prefix(new, known)
                 elif known[fast_length] == probe:
                     common = _common_prefix(new, known)
-                elif position < best_position and known[:fast_length] == new[:fast_length]:
+                elif (
+                    position < best_position
+                    and known[fast_length - 1] is new[fast_length - 1]
+                    and known[:fast_length] == new[:fast_length]
+                ):
                     common = fast_length
                 else:
                     continue  # cheap rejection: keeps appends O(1) in the number of snapshots
@@ -739,12 +754,12 @@ class TokenCounter:
         else:
             cut = best_common
             fresh = _Snapshot(
-                best.messages[:cut], best.prefix[: cut + 1], best.instr[: cut + 1], best.anchor[: cut + 1]
+                new[:cut], best.prefix[: cut + 1], best.instr[: cut + 1], best.anchor[: cut + 1]
             )
             suffix = _common_suffix(new, best.messages, min(n, len(best.messages)) - cut)
             self._extend(fresh, new, cut, edited=True, trust_new=False, stop=n - suffix)
             if suffix:
-                self._graft(fresh, best, suffix)
+                self._graft(fresh, best, suffix, new[n - suffix :])
             fresh.untrusted = (cut, n)
         snapshots.insert(0, fresh)
         del snapshots[_MAX_SNAPSHOTS:]
@@ -804,18 +819,22 @@ class TokenCounter:
             instr.append(last_instr)
             anchor.append(last_anchor)
 
-    def _graft(self, snapshot: _Snapshot, source: _Snapshot, suffix: int) -> None:
-        """Append the last ``suffix`` messages of ``source`` to ``snapshot`` without a walk.
+    def _graft(
+        self, snapshot: _Snapshot, source: _Snapshot, suffix: int, objects: list[CanonicalMessage]
+    ) -> None:
+        """Append ``objects``, equal to the last ``suffix`` messages of ``source``, without a walk.
 
         Their counts are known: running totals are shifted in list comprehensions. The
-        history before them was edited, so every anchor among them loses its trust.
+        snapshot keeps ``objects`` (the caller's messages), not ``source``'s, so the next
+        comparison with the caller's history is by identity. The history before them was
+        edited, so every anchor among them loses its trust.
         """
         lo = len(source.messages) - suffix  # where the suffix starts in ``source``
         shift = lo - len(snapshot.messages)
         base = snapshot.prefix[-1] - source.prefix[lo]
         last_instr = snapshot.instr[-1]
         last_anchor = snapshot.anchor[-1]
-        snapshot.messages.extend(source.messages[lo:])
+        snapshot.messages.extend(objects)
         snapshot.prefix.extend([total + base for total in source.prefix[lo + 1 :]])
         snapshot.instr.extend([i - shift if i >= lo else last_instr for i in source.instr[lo + 1 :]])
         snapshot.anchor.extend([a - shift if a >= lo else last_anchor for a in source.anchor[lo + 1 :]])

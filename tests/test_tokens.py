@@ -777,3 +777,43 @@ def test_middle_edit_in_a_long_history_reuses_both_sides() -> None:
     before = history[:200]
     assert before[-1].usage is not None
     assert counter.context_tokens(before) == 500 + 50
+
+
+def _rebuilt(history: list[CanonicalMessage]) -> list[CanonicalMessage]:
+    """Equal copies of every message (as a session reloaded from disk would give)."""
+    return [attrs.evolve(m, parts=tuple(attrs.evolve(p) for p in m.parts)) for m in history]
+
+
+def test_a_rebuilt_equal_history_is_compared_deeply_once_then_by_identity(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    original = [
+        message
+        for i in range(1000)
+        for message in (
+            CanonicalMessage.user(f"question {i}"),
+            CanonicalMessage.response(TextPart(f"answer {i}")),
+        )
+    ]
+    counter = tokens.TokenCounter()
+    total = counter.count_messages(original)
+    copy = _rebuilt(original)
+    assert counter.count_messages(copy) == total
+
+    calls = 0
+    real_eq = CanonicalMessage.__eq__
+
+    def counting_eq(self: CanonicalMessage, other: object) -> Any:
+        nonlocal calls
+        calls += 1
+        return real_eq(self, other)
+
+    monkeypatch.setattr(CanonicalMessage, "__eq__", counting_eq)
+    grown = list(copy)
+    for step in range(20):
+        grown = [*grown, CanonicalMessage.user(f"more {step}")]
+        grown[5 + step] = CanonicalMessage.user(f"edited {step}")  # an edit mid-history
+        counter.count_messages(grown)
+    # Without adopting the rebuilt objects every call re-compared ~2,000 messages deeply;
+    # now each call costs a few deep comparisons per binary-search step.
+    assert calls < 20 * 200
