@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from harness.messages import CanonicalMessage, Part, Usage, with_harness_mark
+from harness.errors import MessageError
+from harness.messages import CanonicalMessage, Part, UnknownPart, Usage, with_harness_mark
 
 if TYPE_CHECKING:
     from harness.models import Model
@@ -110,8 +111,14 @@ class RequestContext:
 
         The part is marked ``{"request_scoped": True, "source": source}`` in its metadata
         so it can be recognised without looking at its text.
+
+        Raises:
+            MessageError: ``part`` is an :class:`~harness.messages.UnknownPart`, which
+                cannot carry the mark.
         """
-        self.request_scoped.append(with_harness_mark(part, request_scoped=True, source=source))  # pyright: ignore[reportArgumentType]
+        if isinstance(part, UnknownPart):
+            raise MessageError("request-scoped parts must be modelled parts, not UnknownPart")
+        self.request_scoped.append(with_harness_mark(part, request_scoped=True, source=source))
 
     def report(self, event: CompactionEvent) -> None:
         """Record ``event`` and pass it to the ``on_compaction`` hook."""

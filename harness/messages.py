@@ -43,7 +43,7 @@ __all__ = [
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, ClassVar, Literal, TypeAlias, TypeVar
+from typing import Any, ClassVar, Literal, TypeAlias, TypeVar, cast
 
 import attrs
 
@@ -280,7 +280,9 @@ class Usage:
         from ``prompt_tokens_details.cached_tokens`` or ``input_tokens_details.cached_tokens``.
         """
         details: object = data.get("prompt_tokens_details") or data.get("input_tokens_details")
-        cached: object = details.get("cached_tokens") if isinstance(details, Mapping) else None  # pyright: ignore[reportUnknownMemberType]
+        cached: object = None
+        if isinstance(details, Mapping):
+            cached = cast("Mapping[str, object]", details).get("cached_tokens")
         return cls(
             request_tokens=_int(data.get("prompt_tokens", data.get("input_tokens"))),
             response_tokens=_int(data.get("completion_tokens", data.get("output_tokens"))),
@@ -323,11 +325,12 @@ def _int(value: object) -> int:
     return 0
 
 
-def _check_parts(instance: CanonicalMessage, _attribute: object, parts: tuple[Part, ...]) -> None:
+def _check_parts(instance: CanonicalMessage, _attribute: object, parts: tuple[object, ...]) -> None:
     allowed = _REQUEST_TYPES if instance.kind == "request" else _RESPONSE_TYPES
     for index, part in enumerate(parts):
         if not isinstance(part, (UnknownPart, *allowed)):
-            raise MessageError(f"part {index}: a {instance.kind} cannot hold a {part.part_kind!r} part")
+            kind = getattr(part, "part_kind", type(part).__name__)
+            raise MessageError(f"part {index}: a {instance.kind} cannot hold a {kind!r} part")
 
 
 def _kind(_instance: object, _attribute: object, value: str) -> None:
@@ -444,14 +447,14 @@ def tool_answer_ids(message: CanonicalMessage) -> list[str]:
 
 _Markable = TypeVar(
     "_Markable",
-    SystemPromptPart,
-    UserPromptPart,
-    TextPart,
-    ThoughtPart,
-    ToolCallPart,
-    ToolReturnPart,
-    RetryPromptPart,
-    CanonicalMessage,
+    bound=SystemPromptPart
+    | UserPromptPart
+    | TextPart
+    | ThoughtPart
+    | ToolCallPart
+    | ToolReturnPart
+    | RetryPromptPart
+    | CanonicalMessage,
 )
 
 
