@@ -1,0 +1,431 @@
+"""The :class:`ClearToolResults` capability.
+
+Old tool results are usually the bulk of an agent's context and are rarely needed verbatim
+once the model has acted on them. This capability replaces their content with a short
+placeholder, keeping the newest ``keep_pairs`` results (and always the results of the
+current step) intact. It never removes a message or a part, so a tool call is never
+separated from its answer.
+
+It clears in *batches*: the trigger counts only material that has not been cleared yet,
+and each firing clears everything but the kept pairs, so the history prefix stays stable
+(and prompt-cache friendly) until enough new material has accrued.
+"""
+
+from __future__ import annotations
+
+__all__ = ["CLEARED_ARGS_KEY", "DEFAULT_PLACEHOLDER", "ClearToolResults"]
+
+import json
+import operator
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import attrs
+
+from harness.capability import Capability, Trigger
+from harness.context import RequestContext
+from harness.errors import MessageError
+from harness.history import PartCounter
+from harness.messages import (
+    CanonicalMessage,
+    Part,
+    ToolCallPart,
+    ToolReturnPart,
+    harness_mark,
+)
+from harness_clear_tool_results._fast import evolve, marked_metadata
+
+DEFAULT_PLACEHOLDER = "[tool result cleared]"
+"""Content that replaces a cleared tool result (the reference implementation's text)."""
+
+CLEARED_ARGS_KEY = "_cleared"
+"""Key of the JSON object that replaces cleared tool-call arguments: ``{"_cleared": placeholder}``."""
+
+
+def _tool_names(value: Iterable[str]) -> frozenset[str]:
+    if isinstance(value, str):
+        raise ValueError(
+            "exclude_tools must be a collection of tool names, not a single string "
+            f"(got {value!r}; write exclude_tools={{{value!r}}})."
+        )
+    names = frozenset(value)
+    for name in names:
+        if not isinstance(name, str) or not name:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(f"exclude_tools must hold non-empty tool names, got {name!r}.")
+    return names
+
+
+def _is_cleared(part: ToolReturnPart | ToolCallPart) -> bool:
+    if part.metadata is None:  # the common case, without the Mapping check
+        return False
+    mark = harness_mark(part)
+    return mark is not None and bool(mark.get("cleared"))
+
+
+_Decision = tuple["ToolReturnPart | None", int, "ToolCallPart | None", int]
+"""(replacement return, tokens it frees, replacement call, tokens it frees) of one pair."""
+
+
+def _pair_id(new_ret: ToolReturnPart | None, new_call: ToolCallPart | None) -> str:
+    """The tool call id of a pair from whichever of its replacements exists."""
+    part = new_ret if new_ret is not None else new_call
+    assert part is not None
+    return part.tool_call_id
+
+
+@attrs.define
+class _Memo:
+    """The last scan: the history as this capability left it, its pairs and how many are settled.
+
+    ``pairs[:settled]`` need nothing more (cleared, excluded, too short to gain from a
+    placeholder, or unmarkable). They stay settled while ``seen`` is an identical prefix of
+    the history, because their parts cannot have changed.
+    """
+
+    seen: list[CanonicalMessage]
+    calls: dict[str, tuple[int, int]]
+    pairs: list[tuple[int, int, int, int]]
+    settled: int
+    decisions: dict[int, _Decision] = attrs.field(factory=dict[int, "_Decision"])
+
+
+def _extends(messages: Sequence[CanonicalMessage], seen: list[CanonicalMessage]) -> bool:
+    """Whether ``messages`` starts with exactly the message objects of ``seen`` (C-speed check)."""
+    return len(messages) >= len(seen) and all(map(operator.is_, seen, messages))
+
+
+def _has_args(call: ToolCallPart) -> bool:
+    args = call.args
+    if args is None:
+        return False
+    if isinstance(args, str):
+        stripped = args.strip()
+        return bool(stripped) and stripped != "{}"
+    return bool(args)
+
+
+@attrs.frozen(eq=False, kw_only=True)
+class ClearToolResults(Capability):
+    """Replace the content of old tool results with a placeholder, in batches.
+
+    Pairs are the tool returns that answer a known, earlier tool call, ordered by the
+    position of the return; parallel calls count individually. The newest ``keep_pairs``
+    pairs are kept whatever their tool; every older pair whose tool is not in
+    ``exclude_tools`` has its return content replaced by ``placeholder`` (and, with
+    ``clear_tool_inputs``, its call arguments by ``{"_cleared": placeholder}``). The returns
+    of the current step (the request being sent) and their calls are never touched, and
+    retry prompts are never cleared: they are answers too, and they are short.
+
+    Trigger semantics (batching): ``max_messages`` counts the messages *after the newest
+    result this capability cleared* (all messages when it never cleared anything);
+    ``max_tokens`` / ``max_fraction`` compare the current size of the history, which
+    drops after each clear. A firing clears everything but the kept pairs, so the next
+    firing needs about ``max_messages - 2 * keep_pairs`` new messages (or the size to grow
+    back over the limit). A part is only replaced when that frees tokens, so clearing never
+    grows the history.
+
+    Cleared parts carry the harness mark ``{"cleared": "clear_tool_results"}``; they are
+    recognised by that mark, never by their text, so running twice changes nothing.
+
+    The instance remembers its last scan (the history as it left it, the pairs, which old
+    pairs are settled and its decisions for the others). When the next history is that one
+    with messages appended (an identity check), only the new messages and the unsettled
+    pairs are looked at; any other history gets a full scan with the same result.
+
+    Attributes:
+        max_messages: Fire when more than this many messages follow the newest cleared result.
+        max_tokens: Fire when the history holds more than this many tokens.
+        max_fraction: Fire when the history exceeds this fraction of the context window.
+        context_window: Context window for ``max_fraction`` when the model reports none.
+        keep_pairs: Newest tool results kept intact (any tool).
+        placeholder: Text that replaces a cleared result (always a string, see README).
+        exclude_tools: Names of tools whose results are never cleared.
+        clear_tool_inputs: Also replace the arguments of cleared calls.
+        min_clear_tokens: Skip a clear that would free fewer tokens than this.
+        trigger: The validated trigger (derived; not a constructor argument).
+    """
+
+    name: ClassVar[str] = "clear_tool_results"
+
+    max_messages: int | None = None
+    max_tokens: int | None = None
+    max_fraction: float | None = None
+    context_window: int | None = None
+    keep_pairs: int = 3
+    placeholder: str = DEFAULT_PLACEHOLDER
+    exclude_tools: frozenset[str] = attrs.field(default=frozenset[str](), converter=_tool_names)
+    clear_tool_inputs: bool = False
+    min_clear_tokens: int | None = None
+    trigger: Trigger = attrs.field(init=False, repr=False)
+    _memo: list[_Memo] = attrs.field(init=False, repr=False, factory=list[_Memo])
+    _lock: threading.Lock = attrs.field(init=False, repr=False, factory=threading.Lock)
+
+    def __attrs_post_init__(self) -> None:
+        """Validate the parameters.
+
+        Raises:
+            ValueError: A parameter is out of range; the message names it.
+        """
+        trigger = Trigger.create(
+            max_messages=self.max_messages,
+            max_tokens=self.max_tokens,
+            max_fraction=self.max_fraction,
+            context_window=self.context_window,
+        )
+        if not isinstance(self.keep_pairs, int) or isinstance(self.keep_pairs, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(f"keep_pairs must be an integer, got {self.keep_pairs!r}.")
+        if self.keep_pairs < 0:
+            raise ValueError("keep_pairs must be non-negative.")
+        if not isinstance(self.placeholder, str) or not self.placeholder:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError("placeholder must be a non-empty string.")
+        if self.min_clear_tokens is not None and self.min_clear_tokens < 0:
+            raise ValueError("min_clear_tokens must be non-negative.")
+        object.__setattr__(self, "trigger", trigger)
+
+    # -- trigger -------------------------------------------------------------------------
+
+    def messages_since_last_clear(
+        self, messages: Sequence[CanonicalMessage], limit: int | None = None
+    ) -> int:
+        """Count the messages after the newest result this capability cleared.
+
+        Walks back from the end, so the cost is the distance to that result, capped at
+        ``limit + 1`` messages when ``limit`` is given (enough to decide a trigger).
+
+        Args:
+            messages: The history.
+            limit: Stop counting once the count exceeds this.
+
+        Returns:
+            The number of messages after the newest cleared result (all of them when
+            nothing was cleared), or ``limit + 1`` when the walk stopped early.
+        """
+        count = 0
+        for message in reversed(messages):
+            if message.kind == "request":
+                for part in message.parts:
+                    if isinstance(part, ToolReturnPart) and part.metadata is not None:
+                        mark = harness_mark(part)
+                        if mark is not None and mark.get("cleared") == self.name:
+                            return count
+            count += 1
+            if limit is not None and count > limit:
+                return count
+        return count
+
+    def should_compact(self, ctx: RequestContext) -> str | None:
+        """Return why the trigger fires, or ``None``.
+
+        The message check walks back at most ``max_messages + 1`` messages; the token check
+        uses the cached counter. Neither depends on the length of the whole history.
+        """
+        trigger = self.trigger
+        if trigger.max_messages is not None and len(ctx.messages) > trigger.max_messages:
+            pending = self.messages_since_last_clear(ctx.messages, trigger.max_messages)
+            if pending > trigger.max_messages:
+                return (
+                    f"more than max_messages={trigger.max_messages} messages since the newest cleared result"
+                )
+        limit = trigger.token_limit(ctx, self.name)
+        if limit is not None:
+            tokens = ctx.context_tokens()
+            if tokens > limit:
+                return f"{tokens} tokens > limit {limit}"
+        return None
+
+    # -- action --------------------------------------------------------------------------
+
+    def _cleared_return(self, part: ToolReturnPart) -> ToolReturnPart | None:
+        if _is_cleared(part) or part.content == self.placeholder:
+            return None
+        try:
+            metadata = marked_metadata(part.metadata, cleared=self.name)
+        except MessageError:
+            return None  # metadata we cannot mark: leave the part alone rather than lose track of it
+        return evolve(part, content=self.placeholder, metadata=metadata)
+
+    def _cleared_call(self, part: ToolCallPart) -> ToolCallPart | None:
+        if _is_cleared(part) or not _has_args(part):
+            return None
+        try:
+            metadata = marked_metadata(part.metadata, cleared=self.name)
+        except MessageError:
+            return None
+        replacement: dict[str, Any] = {CLEARED_ARGS_KEY: self.placeholder}
+        args: Mapping[str, Any] | str = json.dumps(replacement) if isinstance(part.args, str) else replacement
+        return evolve(part, args=args, metadata=metadata)
+
+    def plan(
+        self, messages: Sequence[CanonicalMessage], counter: PartCounter
+    ) -> tuple[dict[int, dict[int, Part]], list[str], int]:
+        """Compute the replacements a clear would make, without applying them.
+
+        A part is only replaced when the replacement has fewer tokens (a result shorter
+        than the placeholder stays as it is), so clearing never grows the history.
+
+        Args:
+            messages: The history.
+            counter: Counts the tokens of a part (the context's cached token counter).
+
+        Returns:
+            ``(changes, call_ids, freed)``: ``changes[message_index][part_index]`` is the
+            replacement part; ``call_ids`` lists the affected tool calls in return order;
+            ``freed`` is the number of tokens the replacements free.
+        """
+        with self._lock:
+            memo = self._scan(messages)
+            changes, ids, freed, _settled, untouched = self._evaluate(messages, memo, counter)
+            memo.settled = untouched
+            self._memo[:] = [memo]
+            return changes, ids, freed
+
+    def _scan(self, messages: Sequence[CanonicalMessage]) -> _Memo:
+        """The pairs of ``messages``, extending the remembered scan when only messages were appended."""
+        memo = self._memo[0] if self._memo else None
+        if memo is not None and _extends(messages, memo.seen):
+            start = len(memo.seen)
+        else:
+            memo, start = _Memo([], {}, [], 0), 0
+        calls, pairs = memo.calls, memo.pairs
+        for mi in range(start, len(messages)):
+            message = messages[mi]
+            if message.kind == "response":
+                for pi, part in enumerate(message.parts):
+                    if isinstance(part, ToolCallPart):
+                        calls[part.tool_call_id] = (mi, pi)
+            else:
+                for pi, part in enumerate(message.parts):
+                    if isinstance(part, ToolReturnPart):
+                        call = calls.get(part.tool_call_id)
+                        if call is not None:
+                            pairs.append((mi, pi, call[0], call[1]))
+        memo.seen = list(messages)
+        return memo
+
+    def _decide(
+        self,
+        messages: Sequence[CanonicalMessage],
+        pair: tuple[int, int, int, int],
+        counter: PartCounter,
+    ) -> _Decision:
+        """The replacements one old pair gets (a pure function of its two parts)."""
+        rm, rp, cm, cp = pair
+        ret = messages[rm].parts[rp]
+        call = messages[cm].parts[cp]
+        assert isinstance(ret, ToolReturnPart)
+        assert isinstance(call, ToolCallPart)
+        exclude = self.exclude_tools
+        if call.tool_name in exclude or (ret.tool_name is not None and ret.tool_name in exclude):
+            return None, 0, None, 0
+        new_ret = self._cleared_return(ret)
+        saved_ret = 0 if new_ret is None else counter.count_part(ret) - counter.count_part(new_ret)
+        new_call = self._cleared_call(call) if self.clear_tool_inputs else None
+        saved_call = 0 if new_call is None else counter.count_part(call) - counter.count_part(new_call)
+        return (
+            new_ret if saved_ret > 0 else None,
+            saved_ret,
+            new_call if saved_call > 0 else None,
+            saved_call,
+        )
+
+    def _evaluate(
+        self, messages: Sequence[CanonicalMessage], memo: _Memo, counter: PartCounter
+    ) -> tuple[dict[int, dict[int, Part]], list[str], int, int, int]:
+        """Decide every old pair not yet settled.
+
+        Returns ``(changes, call_ids, freed, settled_if_applied, settled_if_not)``: the
+        number of leading pairs that need nothing more once the changes are applied, and
+        if they are not (a clear skipped by ``min_clear_tokens``, or a dry ``plan``).
+        """
+        last = len(messages) - 1
+        current = last if last >= 0 and messages[last].kind == "request" else -1
+        pairs = memo.pairs
+        old_end = max(len(pairs) - self.keep_pairs, 0)
+        changes: dict[int, dict[int, Part]] = {}
+        ids: list[str] = []
+        freed = 0
+        blocked = untouched = -1  # first pair left for later / first pair with a change
+        protected_calls: set[tuple[int, int]] = set()
+        if self.clear_tool_inputs:
+            for rm, _rp, cm, cp in reversed(pairs):
+                if rm != current:
+                    break
+                protected_calls.add((cm, cp))
+        decisions = memo.decisions
+        for index in range(memo.settled, old_end):
+            rm, rp, cm, cp = pairs[index]
+            if rm == current:
+                if blocked < 0:
+                    blocked = index
+                continue
+            decision = decisions.get(index)
+            if decision is None:
+                decision = decisions[index] = self._decide(messages, pairs[index], counter)
+            new_ret, saved_ret, new_call, saved_call = decision
+            touched = False
+            if new_ret is not None:
+                changes.setdefault(rm, {})[rp] = new_ret
+                freed += saved_ret
+                touched = True
+            if new_call is not None and cp not in changes.get(cm, {}):
+                if (cm, cp) in protected_calls:
+                    if blocked < 0:
+                        blocked = index
+                else:
+                    changes.setdefault(cm, {})[cp] = new_call
+                    freed += saved_call
+                    touched = True
+            if touched:
+                ids.append(_pair_id(new_ret, new_call))
+                if untouched < 0:
+                    untouched = index
+        settled = old_end if blocked < 0 else blocked
+        if untouched < 0 or untouched > settled:
+            untouched = settled
+        return changes, list(dict.fromkeys(ids)), freed, settled, untouched
+
+    async def compact(self, ctx: RequestContext, *, reason: str = "forced") -> None:
+        """Clear every old result now (ignoring the trigger) and report the change.
+
+        Nothing is reported when nothing changes, or when ``min_clear_tokens`` is set and
+        the clear would free fewer tokens than that.
+
+        Args:
+            ctx: The request context whose ``messages`` are edited.
+            reason: Why the clear runs (goes into the reported event).
+        """
+        messages = ctx.messages
+        with self._lock:
+            memo = self._scan(messages)
+            changes, ids, freed, settled, untouched = self._evaluate(messages, memo, ctx.token_counter)
+            self._memo[:] = [memo]
+            if not changes or (self.min_clear_tokens is not None and freed < self.min_clear_tokens):
+                memo.settled = untouched
+                return
+            new_messages = list(messages)
+            results = inputs = 0
+            for mi, replaced in changes.items():
+                parts = list(messages[mi].parts)
+                for pi, new_part in replaced.items():
+                    parts[pi] = new_part
+                    if isinstance(new_part, ToolReturnPart):
+                        results += 1
+                    else:
+                        inputs += 1
+                new_messages[mi] = evolve(messages[mi], parts=tuple(parts))
+            memo.seen = new_messages  # replace_messages copies it; this list stays private
+            memo.settled = settled
+            memo.decisions.clear()  # decided on parts that were just replaced
+        ctx.replace_messages(
+            new_messages,
+            strategy=self.name,
+            reason=reason,
+            cleared_tool_call_ids=ids,
+            details={
+                "cleared_results": results,
+                "cleared_inputs": inputs,
+                "freed_tokens": freed,
+                "keep_pairs": self.keep_pairs,
+            },
+        )
