@@ -147,6 +147,7 @@ class ClearToolResults(Capability):
     """
 
     name: ClassVar[str] = "clear_tool_results"
+    runs_before: ClassVar[tuple[str, ...]] = ("summarizing", "sliding_window")
 
     max_messages: int | None = None
     max_tokens: int | None = None

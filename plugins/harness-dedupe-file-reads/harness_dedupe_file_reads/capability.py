@@ -169,7 +169,7 @@ class DeduplicateFileReads(Capability):
     runs_before: ClassVar[tuple[str, ...]] = (
         "clear_tool_results",
         "sliding_window",
-        "summarizing_compaction",
+        "summarizing",
     )
 
     file_key: str | FileKey = "auto"

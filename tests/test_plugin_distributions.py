@@ -1,0 +1,77 @@
+"""Every capability distribution under plugins/ is laid out and declared consistently."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from harness.capability import Capability
+
+PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
+DISTRIBUTIONS = sorted(p for p in PLUGINS.iterdir() if (p / "pyproject.toml").is_file())
+
+
+def _entry_points() -> dict[str, str]:
+    return {ep.name: ep.value for ep in importlib.metadata.entry_points(group="harness")}
+
+
+def test_there_are_six_capability_distributions() -> None:
+    assert [p.name for p in DISTRIBUTIONS] == [
+        "harness-clear-tool-results",
+        "harness-dedupe-file-reads",
+        "harness-limit-warner",
+        "harness-sliding-window",
+        "harness-summarizing",
+        "harness-tiered",
+    ]
+
+
+@pytest.mark.parametrize("folder", DISTRIBUTIONS, ids=[p.name for p in DISTRIBUTIONS])
+def test_distribution_layout(folder: Path) -> None:
+    project = tomllib.loads((folder / "pyproject.toml").read_text())["project"]
+    assert project["name"] == folder.name
+    package = folder.name.replace("-", "_")
+    assert (folder / package / "__init__.py").is_file()
+    assert (folder / package / "py.typed").is_file()
+    assert any(dep.startswith("harness-loop") and "<" in dep for dep in project["dependencies"]), (
+        "depends on the core with a compatible version range"
+    )
+    entry_points = project["entry-points"]["harness"]
+    assert len(entry_points) == 1
+    [(name, target)] = entry_points.items()
+    assert target.startswith(f"{package}:")
+    assert _entry_points()[name] == target, "installed entry point matches pyproject"
+    readme = (folder / "README.md").read_text()
+    cls = getattr(importlib.import_module(package), target.split(":")[1])
+    assert issubclass(cls, Capability)
+    assert cls.name == name, "the capability registers under its entry-point name"
+    assert cls.__name__ in readme
+    assert "Parameter" in readme or "parameter" in readme
+
+
+@pytest.mark.parametrize("folder", DISTRIBUTIONS, ids=[p.name for p in DISTRIBUTIONS])
+def test_plugins_import_only_the_public_core_api(folder: Path) -> None:
+    package = folder / folder.name.replace("-", "_")
+    for source in package.glob("*.py"):
+        text = source.read_text()
+        for line in text.splitlines():
+            stripped = line.strip()
+            if stripped.startswith(("from harness", "import harness")) and "harness_" not in stripped:
+                module = stripped.split()[1]
+                assert not any(part.startswith("_") for part in module.split(".")), (
+                    f"{source.name} imports a private core module: {stripped}"
+                )
+
+
+def test_declared_ordering_names_exist() -> None:
+    """A misspelt runs_before/runs_after name would be silently ignored; catch it here."""
+    names = set(_entry_points())
+    for name, target in _entry_points().items():
+        module, attribute = target.split(":")
+        cls = getattr(importlib.import_module(module), attribute)
+        for declared in (*cls.runs_before, *cls.runs_after):
+            assert declared in names, f"{name} orders itself against unknown capability {declared!r}"
