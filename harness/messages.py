@@ -220,6 +220,8 @@ REQUEST_PART_KINDS = frozenset({"system-prompt", "user-prompt", "tool-return", "
 RESPONSE_PART_KINDS = frozenset({"text", "thinking", "tool-call"})
 _REQUEST_TYPES = (SystemPromptPart, UserPromptPart, ToolReturnPart, RetryPromptPart)
 _RESPONSE_TYPES = (TextPart, ThoughtPart, ToolCallPart)
+_REQUEST_OK = (UnknownPart, *_REQUEST_TYPES)
+_RESPONSE_OK = (UnknownPart, *_RESPONSE_TYPES)
 
 
 @attrs.frozen
@@ -326,9 +328,9 @@ def _int(value: object) -> int:
 
 
 def _check_parts(instance: CanonicalMessage, _attribute: object, parts: tuple[object, ...]) -> None:
-    allowed = _REQUEST_TYPES if instance.kind == "request" else _RESPONSE_TYPES
+    allowed = _REQUEST_OK if instance.kind == "request" else _RESPONSE_OK
     for index, part in enumerate(parts):
-        if not isinstance(part, (UnknownPart, *allowed)):
+        if not isinstance(part, allowed):
             kind = getattr(part, "part_kind", type(part).__name__)
             raise MessageError(f"part {index}: a {instance.kind} cannot hold a {kind!r} part")
 

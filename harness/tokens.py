@@ -128,6 +128,11 @@ _O200K_MODEL = re.compile(r"^(?:chatgpt-4o|gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-os
 _MODEL_SEGMENT_SPLIT = re.compile(r"[:/]")
 
 
+_SHORT_TEXT: Final = 256
+"""Texts up to this many characters are memoised by :meth:`TokenCounter.count_text`."""
+_MAX_SHORT_TEXTS: Final = 8_192
+
+
 class TokenizerError(HarnessError, ValueError):
     """A token counter was configured or called with values it cannot use."""
 
@@ -470,6 +475,7 @@ class TokenCounter:
         self._instructions: dict[str, int] = {}
         # id(response) -> what is known about it as an anchor; vanishes with the response.
         self._anchors: dict[int, _Anchor] = {}
+        self._short: dict[str, int] = {}
         self._forget = self._forget_anchor
         self._snapshots: list[_Snapshot] = []
         self._message_limit = _MIN_CACHE_LIMIT
@@ -529,7 +535,16 @@ class TokenCounter:
             raise TokenizerError(f"count_text expects a str, got {type(text).__name__}")
         if not text:
             return 0
-        return self._get_backend().count(text)
+        if len(text) > _SHORT_TEXT:
+            return self._get_backend().count(text)
+        # Short texts repeat (placeholders, tool names, cleared arguments): memoised, so
+        # clearing thousands of results costs one tokenization of the placeholder.
+        count = self._short.get(text)
+        if count is None:
+            if len(self._short) >= _MAX_SHORT_TEXTS:
+                self._short.clear()
+            count = self._short[text] = self._get_backend().count(text)
+        return count
 
     def count_part(self, part: Part) -> int:
         """Return the tokens of one part, including :data:`PART_OVERHEAD` (cached per part).

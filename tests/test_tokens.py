@@ -395,11 +395,20 @@ def test_malformed_part_contents_are_still_counted() -> None:
 
 def test_count_part_is_cached_per_object() -> None:
     counter, spy = spy_counter()
-    part = TextPart("cache me")
+    long_text = "cache me " * 40
+    part = TextPart(long_text)
     assert counter.count_part(part) == counter.count_part(part)
-    assert spy.calls == ["cache me"]
-    counter.count_part(TextPart("cache me"))  # equal but not identical: counted again
+    assert spy.calls == [long_text]
+    counter.count_part(TextPart(long_text))  # equal but not identical: counted again
     assert len(spy.calls) == 2
+
+
+def test_short_texts_are_tokenized_once_per_counter() -> None:
+    counter, spy = spy_counter()
+    placeholders = [TextPart("[tool result cleared]") for _ in range(100)]
+    counts = {counter.count_part(p) for p in placeholders}
+    assert len(counts) == 1
+    assert spy.calls == ["[tool result cleared]"]
 
 
 def test_count_message_is_cached_and_adds_overhead() -> None:
