@@ -456,6 +456,7 @@ class RequestOrchestrator:
                 requests=self.iteration - 1,
                 max_iterations=agent.max_iterations,
                 request_id=self.request_id,
+                state=self.run_ctx.state,  # per-run storage, shared by every request of the run
             )
             before = len(self.history)
             try:

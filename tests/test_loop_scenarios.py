@@ -1027,3 +1027,32 @@ async def test_tool_raising_arguments_error_gets_retry_prompt() -> None:
     assert isinstance(retry, RetryPromptPart)
     assert "path: 'rel' must be absolute" in str(retry.content)
     assert result.output == "ok"
+
+
+async def test_request_context_state_is_shared_by_every_request_of_a_run() -> None:
+    seen: list[int] = []
+
+    class Counting(Capability):
+        name = "counting"
+
+        @hookimpl
+        async def before_model_request(self, ctx: RequestContext) -> None:
+            ctx.state["requests"] = ctx.state.get("requests", 0) + 1
+            seen.append(ctx.state["requests"])
+
+    def read(path: str) -> str:
+        """Read a file."""
+        return f"contents of {path}"
+
+    model = FunctionModel.from_responses(
+        resp(call("c1", "read", {"path": "a"})),
+        resp(call("c2", "read", {"path": "b"})),
+        resp(TextPart("done")),
+        resp(TextPart("done again")),
+    )
+    agent = Agent(model, tools=[read], capabilities=[Counting()])
+    await agent.run("go")
+    assert seen == [1, 2, 3]
+    seen.clear()
+    await agent.run("again", session=None)
+    assert seen == [1], "a new run starts with fresh state"
