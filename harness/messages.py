@@ -32,8 +32,10 @@ __all__ = [
     "Usage",
     "UserPromptPart",
     "harness_mark",
+    "marked_metadata",
     "latest_assistant_text",
     "message_text",
+    "replace",
     "tool_answer_ids",
     "tool_call_ids",
     "tool_return_ids",
@@ -47,6 +49,7 @@ from typing import Any, ClassVar, Literal, TypeAlias, TypeVar, cast
 
 import attrs
 
+from harness._evolve import evolve
 from harness.errors import MessageError
 
 JsonValue: TypeAlias = Any
@@ -389,7 +392,7 @@ class CanonicalMessage:
 
     def replace(self, **changes: Any) -> CanonicalMessage:
         """Return a copy with ``changes`` applied (the original is unchanged)."""
-        return attrs.evolve(self, **changes)
+        return evolve(self, **changes)
 
 
 def message_text(message: CanonicalMessage) -> str:
@@ -474,18 +477,43 @@ def harness_mark(obj: Part | CanonicalMessage) -> Mapping[str, Any] | None:
     return None
 
 
+def marked_metadata(metadata: JsonValue, **mark: JsonValue) -> dict[str, Any]:
+    """Return ``metadata`` with its harness mark updated by ``mark`` (a new dict).
+
+    Use it with :func:`replace` to change a part's content and mark it in one copy::
+
+        replace(part, content="[cleared]", metadata=marked_metadata(part.metadata, cleared="me"))
+
+    Raises:
+        MessageError: ``metadata`` is set and is not a mapping.
+    """
+    if metadata is None:
+        return {HARNESS_KEY: dict(mark)}
+    if not isinstance(metadata, Mapping):
+        raise MessageError("cannot mark a part whose metadata is not a mapping")
+    existing = cast("Mapping[str, Any]", metadata)
+    current: Any = existing.get(HARNESS_KEY)
+    merged: dict[str, Any] = dict(existing)
+    merged[HARNESS_KEY] = {**current, **mark} if isinstance(current, Mapping) else dict(mark)
+    return merged
+
+
 def with_harness_mark(obj: _Markable, **mark: JsonValue) -> _Markable:
     """Return a copy of ``obj`` whose harness mark is updated with ``mark``.
 
     Raises:
         MessageError: ``obj.metadata`` is set and is not a mapping.
     """
-    metadata = obj.metadata
-    if metadata is None:
-        metadata = {}
-    if not isinstance(metadata, Mapping):
-        raise MessageError(f"cannot mark {type(obj).__name__}: metadata is not a mapping")
-    current = harness_mark(obj) or {}
-    merged: dict[str, Any] = dict(metadata)  # pyright: ignore[reportUnknownArgumentType]
-    merged[HARNESS_KEY] = {**current, **mark}
-    return attrs.evolve(obj, metadata=merged)  # pyright: ignore[reportReturnType]
+    return evolve(obj, metadata=marked_metadata(obj.metadata, **mark))
+
+
+def replace(obj: _Markable, **changes: Any) -> _Markable:
+    """Return a copy of a message or part with ``changes`` applied, validators included.
+
+    Equivalent to ``attrs.evolve`` but several times faster, which matters to capabilities
+    that rebuild thousands of parts at once.
+
+    Raises:
+        TypeError: A name in ``changes`` is not a field of ``type(obj)``.
+    """
+    return evolve(obj, **changes)

@@ -33,8 +33,9 @@ from harness.messages import (
     ToolCallPart,
     ToolReturnPart,
     harness_mark,
+    marked_metadata,
 )
-from harness_clear_tool_results._fast import evolve, marked_metadata
+from harness.messages import replace as evolve
 
 DEFAULT_PLACEHOLDER = "[tool result cleared]"
 """Content that replaces a cleared tool result (the reference implementation's text)."""

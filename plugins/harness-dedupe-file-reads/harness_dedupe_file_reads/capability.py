@@ -28,8 +28,9 @@ from harness.messages import (
     ToolCallPart,
     ToolReturnPart,
     harness_mark,
+    marked_metadata,
 )
-from harness_dedupe_file_reads._fast import evolve, marked_metadata
+from harness.messages import replace as evolve
 from harness_dedupe_file_reads.keys import (
     DESCRIBERS,
     FILE_KEYS,

@@ -1,22 +1,19 @@
-"""Fast copies of frozen harness objects (``attrs.evolve`` costs several microseconds a call).
+"""Fast copies of frozen attrs objects (``attrs.evolve`` costs several microseconds a call).
 
-Clearing thousands of results at once rebuilds thousands of parts and messages; these
-helpers do the same as ``attrs.evolve`` / :func:`harness.messages.with_harness_mark`
-through the classes' own constructors (so their validators still run), with the
-per-class field lists computed once.
+Capabilities that clear thousands of results at once rebuild thousands of parts and
+messages. :func:`evolve` does what ``attrs.evolve`` does through the class's own
+constructor (so validators and converters still run), with a small constructor wrapper
+compiled once per class and set of changed fields. Used by :func:`harness.messages.replace`.
 """
 
 from __future__ import annotations
 
-__all__ = ["evolve", "marked_metadata"]
+__all__ = ["evolve"]
 
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, cast
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import attrs
-
-from harness.errors import MessageError
-from harness.messages import HARNESS_KEY
 
 _T = TypeVar("_T")
 _MAKERS: dict[tuple[type, tuple[str, ...]], Callable[..., Any]] = {}
@@ -65,20 +62,3 @@ def evolve(obj: _T, **changes: Any) -> _T:
     if maker is None:
         maker = _MAKERS[(cls, names)] = _compile(cls, names)
     return maker(obj, **changes)
-
-
-def marked_metadata(metadata: Any, **mark: Any) -> dict[str, Any]:
-    """The metadata :func:`harness.messages.with_harness_mark` would give a part with ``metadata``.
-
-    Raises:
-        MessageError: ``metadata`` is set and is not a mapping.
-    """
-    if metadata is None:
-        return {HARNESS_KEY: dict(mark)}
-    if not isinstance(metadata, Mapping):
-        raise MessageError("cannot mark a part whose metadata is not a mapping")
-    existing = cast("Mapping[str, Any]", metadata)
-    current: Any = existing.get(HARNESS_KEY)
-    merged: dict[str, Any] = dict(existing)
-    merged[HARNESS_KEY] = {**current, **mark} if isinstance(current, Mapping) else dict(mark)
-    return merged
