@@ -1,5 +1,10 @@
 """Capability benchmark cases: each plugin triggered and idle, as the reference measures them.
 
+``*.next_request`` cases measure what a capability costs on the following requests of a
+session: each run gets the previous run's output plus one new tool step, with the same
+capability instance, as in a running agent. The new step is counted before the timing, as
+the loop counts every message when it appends it (``session.total_tokens``).
+
 Each case calls the capability's ``before_model_request`` hook directly on a fresh copy of the
 history (as the reference runner does for pydantic-ai-harness). The token counter is the shared
 one a running agent uses, warmed on the history first: that is the steady state of a loop, where
@@ -11,15 +16,18 @@ from __future__ import annotations
 
 __all__ = ["capability_cases"]
 
+import asyncio
 import importlib
+import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from _synthetic_text import file_text, path_for
 from _timing import Measurement, measure_async
 from synthetic import build_history, file_key
 
 from harness.context import RequestContext
-from harness.messages import CanonicalMessage
+from harness.messages import CanonicalMessage, ToolCallPart, ToolReturnPart
 from harness.tokens import TokenCounter, get_token_counter
 
 Factory = Callable[[int, int], Any]
@@ -114,6 +122,49 @@ def _run_case(
     return measure_async("capabilities", name, size, call, setup=setup)
 
 
+def _next_request_case(
+    name: str,
+    size: int,
+    capability: Any,
+    history: list[CanonicalMessage],
+    requests: int,
+    counter: TokenCounter,
+) -> Measurement:
+    """Each run is the next request of a session: the previous output plus one new tool step."""
+    state: dict[str, Any] = {}
+
+    async def first() -> None:
+        ctx = RequestContext(messages=list(history), token_counter=counter, requests=requests)
+        await capability.before_model_request(ctx)
+        state["messages"] = ctx.messages
+
+    asyncio.run(first())
+    steps = itertools.count(size)
+
+    def setup() -> None:
+        step = next(steps)
+        call_id = f"next_{step}"
+        messages = [
+            *state["messages"],
+            CanonicalMessage.response(ToolCallPart(call_id, "read_file", {"path": path_for(step)})),
+            CanonicalMessage.request(ToolReturnPart(call_id, "read_file", file_text(step))),
+        ]
+        counter.count_messages(messages)
+        state["ctx"] = RequestContext(
+            messages=messages,
+            token_counter=counter,
+            model_name="benchmark",
+            requests=requests,
+        )
+
+    async def call() -> None:
+        ctx: RequestContext = state["ctx"]
+        await capability.before_model_request(ctx)
+        state["messages"] = ctx.messages
+
+    return measure_async("capabilities", f"{name}.next_request", size, call, setup=setup)
+
+
 def capability_cases(sizes: list[int]) -> Iterator[Measurement]:
     """Every installed capability plugin at each size, triggered and idle."""
     factories = _factories()
@@ -124,6 +175,8 @@ def capability_cases(sizes: list[int]) -> Iterator[Measurement]:
         for name, (factory, requests) in factories.items():
             capability = factory(size, total)
             yield _run_case(name, size, capability, history, requests, lambda: shared)
+            if not name.startswith("sliding_window.idle"):
+                yield _next_request_case(name, size, factory(size, total), history, requests, shared)
         if "sliding_window.keep_messages" in factories:
             capability = factories["sliding_window.keep_messages"][0](size, total)
             yield _run_case("sliding_window.keep_messages.cold", size, capability, history, 0, TokenCounter)

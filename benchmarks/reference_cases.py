@@ -19,7 +19,7 @@ from typing import Any
 warnings.simplefilter("ignore")
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _synthetic_text import cycles  # noqa: E402
+from _synthetic_text import cycles, file_text, path_for  # noqa: E402
 from opentelemetry.trace import NoOpTracer  # noqa: E402
 from pydantic_ai import RunContext  # noqa: E402
 from pydantic_ai.messages import (  # noqa: E402
@@ -145,6 +145,48 @@ async def time_case(capability: Any, history: list[ModelMessage], requests: int,
     return statistics.median(samples)
 
 
+async def time_next_requests(
+    capability: Any, history: list[ModelMessage], requests: int, runs: int, size: int
+) -> float:
+    """Each run is the next request: the previous output plus one new tool step."""
+    model = TestModel()
+
+    def contexts(messages: list[ModelMessage]) -> tuple[Any, Any]:
+        ctx = RunContext[Any](
+            deps=None,
+            model=model,
+            usage=RunUsage(requests=requests),
+            messages=messages,
+            tracer=NoOpTracer(),
+            pending_messages=[],
+        )
+        request_ctx = ModelRequestContext(
+            model=model,
+            messages=list(messages),
+            model_settings=None,
+            model_request_parameters=ModelRequestParameters(),
+        )
+        return ctx, request_ctx
+
+    ctx, request_ctx = contexts(list(history))
+    await capability.before_model_request(ctx, request_ctx)
+    current: list[ModelMessage] = list(ctx.messages)
+    samples: list[float] = []
+    for step in range(size, size + runs):
+        call_id = f"next_{step}"
+        messages = [
+            *current,
+            ModelResponse(parts=[ToolCallPart("read_file", {"path": path_for(step)}, tool_call_id=call_id)]),
+            ModelRequest(parts=[ToolReturnPart("read_file", file_text(step), tool_call_id=call_id)]),
+        ]
+        ctx, request_ctx = contexts(messages)
+        start = time.perf_counter_ns()
+        await capability.before_model_request(ctx, request_ctx)
+        samples.append((time.perf_counter_ns() - start) / 1_000)
+        current = list(ctx.messages)
+    return statistics.median(samples)
+
+
 async def main(sizes: list[int], only: set[str] | None) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     for n in sizes:
@@ -156,6 +198,10 @@ async def main(sizes: list[int], only: set[str] | None) -> list[dict[str, Any]]:
                 continue
             median = await time_case(capability, history, requests, runs)
             results.append({"case": name, "size": n, "median_us": median, "runs": runs})
+            if not name.startswith("sliding_window.idle"):
+                fresh = cases(n, total)[name][0]
+                median = await time_next_requests(fresh, history, requests, runs, n)
+                results.append({"case": f"{name}.next_request", "size": n, "median_us": median, "runs": runs})
     return results
 
 

@@ -138,17 +138,17 @@ class RequestContext:
     ) -> CompactionEvent | None:
         """Replace the history with ``new_messages`` and report the edit.
 
-        Does nothing and returns ``None`` when ``new_messages`` holds the same messages
-        as the current history (a no-op reports nothing).
+        Does nothing and returns ``None`` when ``new_messages`` holds the same (or equal)
+        messages as the current history: a no-op reports nothing.
 
         Returns:
             The reported event, or ``None`` for a no-op.
         """
         old = self.messages
-        if len(new_messages) == len(old) and all(a is b for a, b in zip(new_messages, old, strict=True)):
+        new_list = list(new_messages)
+        if new_list == old:  # C-speed: identical elements compare by identity first
             return None
         tokens_before = self.count_tokens(old)
-        new_list = list(new_messages)
         tokens_after = self.count_tokens(new_list)
         event = CompactionEvent(
             strategy=strategy,
