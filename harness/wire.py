@@ -81,9 +81,11 @@ __all__ = [
     "messages_to_jsonable",
 ]
 
+import contextlib
+import gc
 import json
 import operator
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Final, cast
 
@@ -752,6 +754,25 @@ def _parse(data: bytes | bytearray | memoryview | str) -> Any:
         raise WireFormatError(f"invalid JSON: {exc}") from exc
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Generator[None]:
+    """Pause the cyclic garbage collector while a history is built.
+
+    Loading allocates hundreds of thousands of small, acyclic objects; each allocation
+    burst triggers collections that traverse everything already alive, which made a
+    10,000-message load twice as slow. Nothing built here forms a cycle, and the
+    collector is re-enabled (if it was enabled) however the load ends.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def _document_items(data: Any) -> list[Any]:
     if isinstance(data, (bytes, bytearray, memoryview, str)):
         data = _parse(cast("bytes | str", data))
@@ -806,7 +827,8 @@ def load_messages(data: bytes | bytearray | memoryview | str | list[Any]) -> lis
         WireFormatError: The document is not valid JSON or not a valid history; the error
             names the message index, part index and field at fault.
     """
-    return _load_items(_document_items(data), None)
+    with _gc_paused():
+        return _load_items(_document_items(data), None)
 
 
 def load_messages_and_thoughts(
@@ -824,7 +846,8 @@ def load_messages_and_thoughts(
         WireFormatError: As for :func:`load_messages`.
     """
     thoughts: list[str] = []
-    messages = _load_items(_document_items(data), thoughts)
+    with _gc_paused():
+        messages = _load_items(_document_items(data), thoughts)
     return messages, thoughts
 
 

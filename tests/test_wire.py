@@ -1060,3 +1060,31 @@ def test_unexpected_errors_inside_hooks_are_wrapped(monkeypatch: pytest.MonkeyPa
             loader(json.dumps(doc))
         assert caught.value.message_index == 1
         assert isinstance(caught.value.__cause__, cattrs.ClassValidationError)
+
+
+def test_loading_pauses_the_garbage_collector_and_always_restores_it() -> None:
+    import gc
+
+    from harness import wire
+
+    seen: list[bool] = []
+    original = wire._load_items
+
+    def spy(items: list[object], thoughts: list[str] | None) -> list[CanonicalMessage]:
+        seen.append(gc.isenabled())
+        return original(items, thoughts)  # pyright: ignore[reportArgumentType]
+
+    assert gc.isenabled()
+    wire._load_items = spy  # pyright: ignore[reportAttributeAccessIssue]
+    try:
+        load_messages(b'[{"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "hi"}]}]')
+        with pytest.raises(WireFormatError):
+            load_messages(b'[{"kind": "request", "parts": [{"part_kind": "text", "content": "x"}]}]')
+        gc.disable()
+        load_messages(b"[]")
+        assert not gc.isenabled(), "a collector the caller disabled stays disabled"
+    finally:
+        gc.enable()
+        wire._load_items = original  # pyright: ignore[reportAttributeAccessIssue]
+    assert seen == [False, False, False]
+    assert gc.isenabled()
