@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import attrs
 
 _T = TypeVar("_T")
-_MAKERS: dict[tuple[type, tuple[str, ...]], Callable[..., Any]] = {}
+_MAKERS: dict[tuple[object, ...], Callable[..., Any]] = {}
 _FIELDS: dict[type, tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {}
 
 
@@ -56,9 +56,8 @@ def evolve(obj: _T, **changes: Any) -> _T:
     Raises:
         TypeError: A name in ``changes`` is not an init field of ``type(obj)``.
     """
-    cls = type(obj)
-    names = tuple(sorted(changes))
-    maker = _MAKERS.get((cls, names))
+    key = (type(obj), *changes)  # keyword order is stable per call site: no sorting needed
+    maker = _MAKERS.get(key)
     if maker is None:
-        maker = _MAKERS[(cls, names)] = _compile(cls, names)
-    return maker(obj, **changes)
+        maker = _MAKERS[key] = _compile(type(obj), tuple(changes))
+    return maker(obj, *changes.values())
