@@ -1,0 +1,72 @@
+"""Smoke check run by .ci/run in a venv holding only the core and ONE capability plugin.
+
+Usage: python .ci/plugin_alone.py <entry-point name>
+It finds the capability through the ``harness`` entry-point group, builds it with a small
+configuration, applies it with ``harness.compact_sync`` to a history that needs work, and
+checks the result is still a valid history.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from typing import Any
+
+warnings.simplefilter("ignore")
+
+from harness import CanonicalMessage, TextPart, ToolCallPart, ToolReturnPart, compact_sync  # noqa: E402
+from harness.history import check_invariants  # noqa: E402
+from harness.plugins import PluginManager  # noqa: E402
+
+CONFIGS: dict[str, dict[str, Any]] = {
+    "sliding_window": {"max_messages": 10, "keep_messages": 4},
+    "clear_tool_results": {"max_messages": 10, "keep_pairs": 1},
+    "dedupe_file_reads": {},
+    "limit_warner": {"max_iterations": 10},
+    "summarizing": {"max_messages": 10, "keep_messages": 4},
+}
+
+
+def history() -> list[CanonicalMessage]:
+    """Eight read-file steps over the same file, ending in a new request."""
+    messages: list[CanonicalMessage] = []
+    for i in range(8):
+        messages.append(CanonicalMessage.user(f"step {i}: read the file"))
+        messages.append(CanonicalMessage.response(ToolCallPart(f"c{i}", "read_file", {"path": "a.py"})))
+        messages.append(CanonicalMessage.request(ToolReturnPart(f"c{i}", "read_file", "x = 1\n" * 200)))
+        messages.append(CanonicalMessage.response(TextPart(f"done {i}")))
+    messages.append(CanonicalMessage.user("next"))
+    return messages
+
+
+def main(name: str) -> int:
+    """Check the one installed capability ``name``; return the process exit code."""
+    manager = PluginManager()
+    manager.load_entrypoint_plugins()
+    available = manager.available_capabilities()
+    others = sorted(set(available) - {name})
+    if name not in available or others:
+        print(f"expected only {name!r} installed, found {sorted(available)}")
+        return 1
+    cls = available[name]
+    capability = cls(tiers=[_Drop()], target_tokens=1000) if name == "tiered" else cls(**CONFIGS[name])
+    result = compact_sync(history(), [capability], force=True, context_window=100_000)
+    problems = check_invariants(result.messages)
+    print(
+        f"{name}: {result.tokens_before} -> {result.tokens_after} tokens, "
+        f"{len(result.events)} events, invariants {problems or 'clean'}"
+    )
+    return 1 if problems else 0
+
+
+class _Drop:
+    """A minimal tier for TieredCompaction: drops nothing, proving any compact() object works."""
+
+    name = "noop_tier"
+
+    async def compact(self, ctx: Any, *, reason: str = "forced") -> None:
+        return None
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1]))
