@@ -661,17 +661,38 @@ def _remove_dangling(
         if isinstance(part, ToolCallPart) and (index, part_index) not in positions
     }
     wipe = dangling_ids - answered_ids  # ids whose every part may go
+
+    def doomed(index: int, part_index: int, part: Part) -> str | None:
+        carried = _carried_id(part)
+        if (index, part_index) in positions or (carried is not None and carried in wipe):
+            return carried or ""
+        return None
+
+    return _remove_parts(messages, doomed, "removed_dangling_call", "part(s) of dangling tool calls")
+
+
+def _remove_parts(
+    messages: Sequence[CanonicalMessage],
+    doomed: Callable[[int, int, Part], str | None],
+    kind: str,
+    what: str,
+) -> HistoryEdit:
+    """Drop every part ``doomed`` names (it returns the part's tool call id, else ``None``).
+
+    Messages left empty are dropped; untouched messages keep their identity; one change
+    of ``kind`` is recorded per message touched.
+    """
     result: list[CanonicalMessage] = []
     changes: list[Change] = []
     for index, message in enumerate(messages):
         kept: list[Part] = []
         removed: list[str] = []
         for part_index, part in enumerate(message.parts):
-            carried = _carried_id(part)
-            if (index, part_index) in positions or (carried is not None and carried in wipe):
-                removed.append(carried or "")
-            else:
+            carried = doomed(index, part_index, part)
+            if carried is None:
                 kept.append(part)
+            else:
+                removed.append(carried)
         if not removed:
             result.append(message)
             continue
@@ -680,10 +701,10 @@ def _remove_dangling(
             result.append(rebuilt)
         changes.append(
             Change(
-                "removed_dangling_call",
+                kind,
                 index,
                 tuple(dict.fromkeys(removed)),
-                f"removed {len(removed)} part(s) of dangling tool calls"
+                f"removed {len(removed)} {what}"
                 + ("" if rebuilt is not None else "; message dropped (left empty)"),
             )
         )
@@ -705,36 +726,14 @@ def remove_orphan_returns(messages: Sequence[CanonicalMessage]) -> HistoryEdit:
         for part in message.parts:
             if isinstance(part, ToolCallPart):
                 first_call.setdefault(part.tool_call_id, index)
-    result: list[CanonicalMessage] = []
-    changes: list[Change] = []
-    for index, message in enumerate(messages):
-        if not message.is_request:
-            result.append(message)
-            continue
-        kept: list[Part] = []
-        removed: list[str] = []
-        for part in message.parts:
-            answer = _answer_id(part)
-            if answer is not None and first_call.get(answer, index + 1) > index:
-                removed.append(answer)
-            else:
-                kept.append(part)
-        if not removed:
-            result.append(message)
-            continue
-        rebuilt = _drop_or_rebuild(message, kept)
-        if rebuilt is not None:
-            result.append(rebuilt)
-        changes.append(
-            Change(
-                "removed_orphan_return",
-                index,
-                tuple(dict.fromkeys(removed)),
-                f"removed {len(removed)} answer(s) with no earlier tool call"
-                + ("" if rebuilt is not None else "; message dropped (left empty)"),
-            )
-        )
-    return HistoryEdit(result, tuple(changes))
+
+    def doomed(index: int, _part_index: int, part: Part) -> str | None:
+        answer = _answer_id(part)
+        if answer is not None and first_call.get(answer, index + 1) > index:
+            return answer
+        return None
+
+    return _remove_parts(messages, doomed, "removed_orphan_return", "answer(s) with no earlier tool call")
 
 
 def remove_empty_responses(messages: Sequence[CanonicalMessage]) -> HistoryEdit:
