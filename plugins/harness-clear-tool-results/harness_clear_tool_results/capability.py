@@ -16,7 +16,6 @@ from __future__ import annotations
 __all__ = ["CLEARED_ARGS_KEY", "DEFAULT_PLACEHOLDER", "ClearToolResults"]
 
 import json
-import operator
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
@@ -92,8 +91,13 @@ class _Memo:
 
 
 def _extends(messages: Sequence[CanonicalMessage], seen: list[CanonicalMessage]) -> bool:
-    """Whether ``messages`` starts with exactly the message objects of ``seen`` (C-speed check)."""
-    return len(messages) >= len(seen) and all(map(operator.is_, seen, messages))
+    """Whether ``messages`` starts with the messages of ``seen``.
+
+    A list comparison runs at C speed and compares identical objects by identity, so the
+    usual case (the same objects plus appended ones) costs ~1 ns a message; equal copies
+    are just as good for the remembered scan, which records positions and ids.
+    """
+    return len(messages) >= len(seen) and list(messages[: len(seen)]) == seen
 
 
 def _has_args(call: ToolCallPart) -> bool:

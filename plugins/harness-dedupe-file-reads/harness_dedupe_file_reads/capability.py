@@ -10,7 +10,6 @@ from __future__ import annotations
 
 __all__ = ["DEFAULT_PLACEHOLDER", "DeduplicateFileReads", "render_placeholder"]
 
-import operator
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -309,7 +308,9 @@ class DeduplicateFileReads(Capability):
             return None
         memo = self._memo[0]
         seen = memo.seen
-        if len(messages) < len(seen) or not all(map(operator.is_, seen, messages)):
+        # C-speed list comparison: identical objects compare by identity; equal copies are
+        # as good, since the memo records positions, ids and keys.
+        if len(messages) < len(seen) or list(messages[: len(seen)]) != seen:
             self._memo.clear()
             return None
         last = len(messages) - 1
