@@ -122,6 +122,8 @@ _ESTIMATE_BYTES_PER_TOKEN: Final = 4
 _MIN_CACHE_LIMIT: Final = 32_768
 _CACHE_FACTOR: Final = 4
 _MAX_SNAPSHOTS: Final = 8
+_EDIT_SEARCHES: Final = 2
+"""How many recent histories an edited history is compared with to find where it changed."""
 _MAX_INSTRUCTION_CACHE: Final = 64
 
 _O200K_MODEL = re.compile(r"^(?:chatgpt-4o|gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|o1|o3|o4)(?:$|[-.:@_])")
@@ -733,13 +735,17 @@ class TokenCounter:
             # compared first; deep equality against rebuilt copies is paid only when no
             # snapshot shares ``new``'s objects.
             same_lineage = any(s.messages and s.messages[0] is first for s in snapshots)
+            # After an edit, the history it derives from is almost always one of the last
+            # few counted; scanning every remembered one cost a full prefix search each.
+            searches = _EDIT_SEARCHES
             for position, snapshot in enumerate(snapshots):
                 known = snapshot.messages
                 if snapshot is fast or len(known) <= fast_length:
                     continue
                 if fast is None:
-                    if same_lineage and known[0] is not first:
+                    if (same_lineage and known[0] is not first) or not searches:
                         continue
+                    searches -= 1
                     common = _common_prefix(new, known)
                 elif known[fast_length] == probe:
                     common = _common_prefix(new, known)
