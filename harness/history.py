@@ -47,6 +47,7 @@ __all__ = [
     "Violation",
     "ViolationKind",
     "answer_dangling_calls",
+    "changed_span",
     "check_invariants",
     "first_user_request_index",
     "is_empty_response",
@@ -1167,3 +1168,48 @@ def safe_token_cutoff(
     while cut > 0 and unsafe[cut]:
         cut -= 1
     return cut
+
+
+def changed_span(before: Sequence[CanonicalMessage], after: Sequence[CanonicalMessage]) -> tuple[int, int]:
+    """The window ``[start, stop)`` of ``after`` outside which it equals ``before``.
+
+    ``after[:start] == before[:start]`` and ``after[stop:]`` equals the same number of
+    last messages of ``before``; ``start == stop`` means nothing differs beyond a length
+    change at ``start``. Found with list comparisons at C speed (identical messages compare
+    by identity), so an edit of a few messages in a long history costs O(log n) slice
+    comparisons instead of a Python loop over every message.
+    """
+    a = before if isinstance(before, list) else list(before)
+    b = after if isinstance(after, list) else list(after)
+    shortest = min(len(a), len(b))
+    start = _shared_length(a, b, shortest, from_end=False)
+    limit = shortest - start
+    end = _shared_length(a, b, limit, from_end=True)
+    return start, len(b) - end
+
+
+def _shared_length(
+    a: list[CanonicalMessage], b: list[CanonicalMessage], limit: int, *, from_end: bool
+) -> int:
+    """Length (at most ``limit``) of the common prefix, or suffix with ``from_end``, of ``a`` and ``b``.
+
+    A binary search that only compares the window between the known-equal and the
+    known-different length, so the slices copied add up to O(limit).
+    """
+    la, lb = len(a), len(b)
+
+    def same(lo: int, hi: int) -> bool:  # do items lo..hi (counted from the chosen end) match?
+        if from_end:
+            return a[la - hi : la - lo] == b[lb - hi : lb - lo]
+        return a[lo:hi] == b[lo:hi]
+
+    if same(0, limit):
+        return limit
+    lo, hi = 0, limit  # the first lo items match; the first hi do not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if same(lo, mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo

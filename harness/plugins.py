@@ -50,7 +50,7 @@ import pluggy
 from harness import hookspecs
 from harness.capability import Capability
 from harness.errors import CapabilityError, CapabilityOrderError, PluginLoadError
-from harness.history import Violation, check_invariants, is_empty_response
+from harness.history import Violation, changed_span, check_invariants, is_empty_response
 from harness.markers import PROJECT_NAME
 from harness.messages import CanonicalMessage, Part, RetryPromptPart
 from harness.tokens import TokenCounter, get_token_counter
@@ -913,7 +913,11 @@ def _same_shape(before: Sequence[CanonicalMessage], after: Sequence[CanonicalMes
     """
     if len(before) != len(after):
         return False
-    return all(a is b or _message_shape(a) == _message_shape(b) for a, b in zip(before, after, strict=True))
+    start, stop = changed_span(before, after)
+    return all(
+        a is b or _message_shape(a) == _message_shape(b)
+        for a, b in zip(before[start:stop], after[start:stop], strict=True)
+    )
 
 
 def _dropped_request(before: Sequence[CanonicalMessage], after: Sequence[CanonicalMessage]) -> bool:

@@ -436,3 +436,35 @@ def test_prune_follows_the_rule_and_keeps_the_history_valid(
         edit.messages, counter=counter, protect_tokens=protect, minimum_savings=minimum, min_user_turns=0
     )
     assert not again.changed
+
+
+@SMALL
+@given(histories(max_messages=30), st.data())
+def test_changed_span_brackets_every_difference(
+    messages: list[CanonicalMessage], data: st.DataObject
+) -> None:
+    from harness.history import changed_span
+
+    edited = list(messages)
+    for _ in range(data.draw(st.integers(0, 3))):
+        if not edited:
+            break
+        index = data.draw(st.integers(0, len(edited) - 1))
+        action = data.draw(st.sampled_from(["replace", "delete", "insert"]))
+        if action == "replace":
+            edited[index] = CanonicalMessage.user(f"replaced {index}")
+        elif action == "delete":
+            del edited[index]
+        else:
+            edited.insert(index, CanonicalMessage.user(f"inserted {index}"))
+    start, stop = changed_span(messages, edited)
+    assert 0 <= start <= stop <= len(edited)
+    assert edited[:start] == messages[:start]
+    tail = len(edited) - stop
+    assert tail <= len(messages) - start
+    assert edited[stop:] == messages[len(messages) - tail :]
+    # the window is tight: widening the shared prefix or suffix by one would be wrong
+    if start < min(len(messages), len(edited)) and start < stop:
+        assert edited[start] != messages[start]
+    if edited == messages:
+        assert start == stop == len(edited)
