@@ -8,6 +8,7 @@ import asyncio
 import json
 import sys
 import tempfile
+import warnings
 from collections import Counter
 from importlib import resources
 from pathlib import Path
@@ -17,7 +18,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, HarnessExperimentalWarning
 from harness.history import check_invariants
 from harness.messages import CanonicalMessage
 from harness.plugins import PluginManager
@@ -42,6 +43,9 @@ def _read_transcript(path: Path | None) -> tuple[str, list[CanonicalMessage]]:
 @click.version_option(package_name="harness-loop")
 def cli() -> None:
     """harness: a minimal agent loop with pluggy hooks and context-window capabilities."""
+    # Running the CLI is the opt-in: the capability plugins it loads are all experimental,
+    # and one warning per plugin would bury the output (the README says they are).
+    warnings.filterwarnings("ignore", category=HarnessExperimentalWarning)
 
 
 @cli.command()
@@ -81,7 +85,7 @@ def demo(transcript: Path | None, window: int, session_dir: Path | None, as_json
         f"[bold]harness demo[/bold]: replaying {label} ({len(history)} messages, "
         f"{report.transcript_tokens:,} tokens) with a {window:,}-token window"
     )
-    console.print(f"capability stack: {', '.join(names) or '(no capability plugins installed)'}")
+    console.print(f"capability stack (experimental plugins): {', '.join(names) or '(none installed)'}")
     table = Table("request", "history msgs", "tokens sent", "of window", "events")
     for row in report.requests:
         table.add_row(

@@ -38,7 +38,7 @@ def test_demo_replays_the_embedded_session_within_the_window(runner: CliRunner, 
 def test_demo_prints_a_readable_table(runner: CliRunner, tmp_path: Path) -> None:
     result = runner.invoke(cli, ["demo", "--session-dir", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    assert "capability stack: tiered(" in result.output
+    assert "capability stack (experimental plugins): tiered(" in result.output
     assert "invariants: clean" in result.output
 
 
@@ -127,3 +127,17 @@ def test_sessions_lists_saved_sessions_newest_first(runner: CliRunner, tmp_path:
     assert result.exit_code == 0, result.output
     assert result.output.index(newer.session_id) < result.output.index(older.session_id)
     assert "unreadable" in result.output
+
+
+def test_the_cli_does_not_bury_its_output_under_experimental_warnings() -> None:
+    import subprocess
+    import sys
+
+    completed = subprocess.run(
+        [sys.executable, "-W", "default", "-c", "from harness.cli import main; main(['plugins'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "sliding_window" in completed.stdout
+    assert "HarnessExperimentalWarning" not in completed.stderr
