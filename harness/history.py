@@ -74,6 +74,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 
 import attrs
 
+from harness._sequences import common_prefix, common_suffix
 from harness.errors import MessageError
 from harness.messages import (
     CanonicalMessage,
@@ -1181,35 +1182,6 @@ def changed_span(before: Sequence[CanonicalMessage], after: Sequence[CanonicalMe
     """
     a = before if isinstance(before, list) else list(before)
     b = after if isinstance(after, list) else list(after)
-    shortest = min(len(a), len(b))
-    start = _shared_length(a, b, shortest, from_end=False)
-    limit = shortest - start
-    end = _shared_length(a, b, limit, from_end=True)
+    start = common_prefix(a, b)
+    end = common_suffix(a, b, min(len(a), len(b)) - start)
     return start, len(b) - end
-
-
-def _shared_length(
-    a: list[CanonicalMessage], b: list[CanonicalMessage], limit: int, *, from_end: bool
-) -> int:
-    """Length (at most ``limit``) of the common prefix, or suffix with ``from_end``, of ``a`` and ``b``.
-
-    A binary search that only compares the window between the known-equal and the
-    known-different length, so the slices copied add up to O(limit).
-    """
-    la, lb = len(a), len(b)
-
-    def same(lo: int, hi: int) -> bool:  # do items lo..hi (counted from the chosen end) match?
-        if from_end:
-            return a[la - hi : la - lo] == b[lb - hi : lb - lo]
-        return a[lo:hi] == b[lo:hi]
-
-    if same(0, limit):
-        return limit
-    lo, hi = 0, limit  # the first lo items match; the first hi do not
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if same(lo, mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo

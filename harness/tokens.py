@@ -85,6 +85,7 @@ from typing import Any, Final, cast, final
 import attrs
 
 from harness._encodings import ENCODING_SPECS, cache_file, clear_loaded_encodings, load_encoding
+from harness._sequences import common_prefix, common_suffix
 from harness.errors import HarnessError, HarnessWarning, MessageError
 from harness.messages import (
     CanonicalMessage,
@@ -366,39 +367,6 @@ _EMPTY_SNAPSHOT: Final = _Snapshot([], [0], [-1], [-1])
 
 def _snapshot_length(snapshot: _Snapshot) -> int:
     return len(snapshot.messages)
-
-
-def _common_prefix(a: list[CanonicalMessage], b: list[CanonicalMessage]) -> int:
-    """Length of the longest common prefix of ``a`` and ``b`` (C-speed slice comparisons)."""
-    lo, hi = 0, min(len(a), len(b))
-    if a[:hi] == b[:hi]:
-        return hi
-    # invariant: a[:lo] == b[:lo] and a[:hi] != b[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-def _common_suffix(a: list[CanonicalMessage], b: list[CanonicalMessage], limit: int) -> int:
-    """Length (at most ``limit``) of the longest common suffix of ``a`` and ``b``."""
-    if limit <= 0 or a[-1] != b[-1]:
-        return 0
-    la, lb = len(a), len(b)
-    if a[la - limit :] == b[lb - limit :]:
-        return limit
-    # invariant: the last ``lo`` items are equal, the last ``hi`` are not
-    lo, hi = 1, limit
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[la - mid : la - lo] == b[lb - mid : lb - lo]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 class _Anchor:
@@ -746,9 +714,9 @@ class TokenCounter:
                     if (same_lineage and known[0] is not first) or not searches:
                         continue
                     searches -= 1
-                    common = _common_prefix(new, known)
+                    common = common_prefix(new, known)
                 elif known[fast_length] == probe:
-                    common = _common_prefix(new, known)
+                    common = common_prefix(new, known)
                 elif (
                     position < best_position
                     and known[fast_length - 1] is new[fast_length - 1]
@@ -777,7 +745,7 @@ class TokenCounter:
             fresh = _Snapshot(
                 new[:cut], best.prefix[: cut + 1], best.instr[: cut + 1], best.anchor[: cut + 1]
             )
-            suffix = _common_suffix(new, best.messages, min(n, len(best.messages)) - cut)
+            suffix = common_suffix(new, best.messages, min(n, len(best.messages)) - cut)
             self._extend(fresh, new, cut, edited=True, trust_new=False, stop=n - suffix)
             if suffix:
                 self._graft(fresh, best, suffix, new[n - suffix :])
