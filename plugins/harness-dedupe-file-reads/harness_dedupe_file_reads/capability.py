@@ -12,7 +12,7 @@ __all__ = ["DEFAULT_PLACEHOLDER", "DeduplicateFileReads", "render_placeholder"]
 
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 import attrs
@@ -318,34 +318,23 @@ class DeduplicateFileReads(Capability):
         covering = self.supersede_covered_ranges
         calls, latest, failed, views, epoch = memo.calls, memo.latest, memo.failed, memo.views, memo.epoch
         candidates: dict[str, list[_Read]] = {}
-        for mi in range(len(seen), len(messages)):
-            message = messages[mi]
-            if message.kind == "response":
-                for part in message.parts:
-                    if isinstance(part, ToolCallPart):
-                        calls[part.tool_call_id] = part
-                continue
-            for pi, part in enumerate(message.parts):
-                if not isinstance(part, ToolReturnPart):
-                    continue
-                call = calls.get(part.tool_call_id)
-                if call is None:
-                    continue
-                _call, key, read, barrier = self._lookup(call, self._keys)
-                if key is not None and not _is_cleared(part):
-                    group, view = _groups(key, read, epoch)
-                    if covering and view is not None and view in views:
-                        self._memo.clear()
-                        return None
-                    previous = latest.get(group)
-                    if previous is not None:
-                        waiting = candidates.setdefault(group, failed.pop(group, []))
-                        waiting.append(previous)
-                    latest[group] = (mi, pi, call, key, read, group, view)
-                    if view is not None:
-                        views.add(view)
-                if barrier:
-                    epoch += 1
+        for mi, pi, part, (call, key, read, barrier) in self._answered_calls(
+            messages, len(seen), calls, self._keys
+        ):
+            if key is not None and not _is_cleared(part):
+                group, view = _groups(key, read, epoch)
+                if covering and view is not None and view in views:
+                    self._memo.clear()
+                    return None
+                previous = latest.get(group)
+                if previous is not None:
+                    waiting = candidates.setdefault(group, failed.pop(group, []))
+                    waiting.append(previous)
+                latest[group] = (mi, pi, call, key, read, group, view)
+                if view is not None:
+                    views.add(view)
+            if barrier:
+                epoch += 1
         memo.epoch = epoch
         memo.seen = list(messages)
         changes: dict[int, dict[int, Part]] = {}
@@ -399,6 +388,31 @@ class DeduplicateFileReads(Capability):
             return None
         return replacement
 
+    def _answered_calls(
+        self,
+        messages: Sequence[CanonicalMessage],
+        start: int,
+        calls: dict[str, ToolCallPart],
+        cache: dict[int, _Cached],
+    ) -> Iterator[tuple[int, int, ToolReturnPart, _Cached]]:
+        """Every tool return from ``messages[start]`` on whose call is known, with its key.
+
+        Records the calls it passes in ``calls`` (shared with earlier scans) and the keys it
+        computes in ``cache``.
+        """
+        for mi in range(start, len(messages)):
+            message = messages[mi]
+            if message.kind == "response":
+                for part in message.parts:
+                    if isinstance(part, ToolCallPart):
+                        calls[part.tool_call_id] = part
+                continue
+            for pi, part in enumerate(message.parts):
+                if isinstance(part, ToolReturnPart):
+                    call = calls.get(part.tool_call_id)
+                    if call is not None:
+                        yield mi, pi, part, self._lookup(call, cache)
+
     def _full_plan(
         self, messages: Sequence[CanonicalMessage], counter: PartCounter
     ) -> tuple[dict[int, dict[int, Part]], list[str], _Memo | None]:
@@ -409,25 +423,13 @@ class DeduplicateFileReads(Capability):
         reads: list[_Read] = []
         latest: dict[str, int] = {}
         epoch = 0
-        for mi, message in enumerate(messages):
-            if message.kind == "response":
-                for part in message.parts:
-                    if isinstance(part, ToolCallPart):
-                        calls[part.tool_call_id] = part
-                continue
-            for pi, part in enumerate(message.parts):
-                if not isinstance(part, ToolReturnPart):
-                    continue
-                call = calls.get(part.tool_call_id)
-                if call is None:
-                    continue
-                _call, key, read, barrier = self._lookup(call, cache)
-                if key is not None and not _is_cleared(part):
-                    group, view = _groups(key, read, epoch)
-                    latest[group] = len(reads)
-                    reads.append((mi, pi, call, key, read, group, view))
-                if barrier:
-                    epoch += 1
+        for mi, pi, part, (call, key, read, barrier) in self._answered_calls(messages, 0, calls, cache):
+            if key is not None and not _is_cleared(part):
+                group, view = _groups(key, read, epoch)
+                latest[group] = len(reads)
+                reads.append((mi, pi, call, key, read, group, view))
+            if barrier:
+                epoch += 1
         self._keys.clear()
         self._keys.update(cache)
         changes: dict[int, dict[int, Part]] = {}
