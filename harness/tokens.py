@@ -74,6 +74,8 @@ __all__ = [
     "get_token_counter",
 ]
 
+import bisect
+import itertools
 import json
 import re
 import threading
@@ -813,7 +815,7 @@ class TokenCounter:
     ) -> None:
         """Append ``objects``, equal to the last ``suffix`` messages of ``source``, without a walk.
 
-        Their counts are known: running totals are shifted in list comprehensions. The
+        Their counts are known: running totals are shifted at C speed (``map``). The
         snapshot keeps ``objects`` (the caller's messages), not ``source``'s, so the next
         comparison with the caller's history is by identity. The history before them was
         edited, so every anchor among them loses its trust.
@@ -824,9 +826,9 @@ class TokenCounter:
         last_instr = snapshot.instr[-1]
         last_anchor = snapshot.anchor[-1]
         snapshot.messages.extend(objects)
-        snapshot.prefix.extend([total + base for total in source.prefix[lo + 1 :]])
-        snapshot.instr.extend([i - shift if i >= lo else last_instr for i in source.instr[lo + 1 :]])
-        snapshot.anchor.extend([a - shift if a >= lo else last_anchor for a in source.anchor[lo + 1 :]])
+        snapshot.prefix.extend(map(base.__add__, source.prefix[lo + 1 :]))
+        _extend_shifted(snapshot.instr, source.instr, lo, shift, last_instr)
+        _extend_shifted(snapshot.anchor, source.anchor, lo, shift, last_anchor)
         anchors = self._anchors
         skip_from, skip_to = source.untrusted
         index = source.anchor[-1]
@@ -843,6 +845,18 @@ class TokenCounter:
     def _forget_anchor(self, ref: _AnchorRef) -> None:
         """Weak-reference callback: the response is gone, so is its mark."""
         self._anchors.pop(ref.key, None)
+
+
+def _extend_shifted(target: list[int], source: list[int], lo: int, shift: int, before: int) -> None:
+    """Append ``source[lo + 1:]`` to ``target``: indices ``>= lo`` shifted down, older ones ``before``.
+
+    ``source`` is non-decreasing (each entry is the newest index of something at or before
+    its position), so the entries pointing before ``lo`` form a prefix of the slice, found
+    by bisection; the rest is shifted at C speed.
+    """
+    first_inside = bisect.bisect_left(source, lo, lo + 1)
+    target.extend(itertools.repeat(before, first_inside - lo - 1))
+    target.extend(map((-shift).__add__, source[first_inside:]))
 
 
 def _tiktoken_knows(name: str) -> bool:
