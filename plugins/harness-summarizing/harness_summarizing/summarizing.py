@@ -165,8 +165,10 @@ class SummarizingCompaction(Capability):
             beside the summary.
         tool_return_max_chars: Bound of each tool return / retry / tool-call argument
             shown to the summarizer (``None``: unbounded).
-        summarizer: Custom summarizer (``str`` or :class:`Summary`, sync or async);
-            exclusive with ``model``.
+        summarizer: Custom summarizer (returning ``str`` or :class:`Summary`, sync or
+            async), exclusive with ``model``; or ``"digest"`` to always use the offline
+            structural digest, or ``"model"`` (the default behaviour) to ask ``model`` or
+            the agent's model. The strings let a configuration file choose.
         timeout: Seconds the summarizer may take (``None``: no limit).
         fallback: ``"digest"`` (structural digest summary), ``"sliding"`` (drop the
             range, keep the previous summary as is) or ``None`` (leave the history
@@ -196,7 +198,7 @@ class SummarizingCompaction(Capability):
         preserve_first_user_message: bool = True,
         keep_user_messages: bool = False,
         tool_return_max_chars: int | None = 500,
-        summarizer: Summarizer | None = None,
+        summarizer: Summarizer | Literal["digest", "model"] | None = None,
         timeout: float | None = 60.0,
         fallback: Fallback = "digest",
         min_summary_chars: int = 20,
@@ -215,14 +217,19 @@ class SummarizingCompaction(Capability):
         if tool_return_max_chars is not None and tool_return_max_chars < 1:
             raise ValueError("tool_return_max_chars must be positive or None.")
         _positive_or_none("timeout", timeout)
-        if model is not None and summarizer is not None:
+        if model is not None and summarizer is not None and not isinstance(summarizer, str):
             raise ValueError("Set at most one of model or summarizer.")
         if model is not None and not isinstance(model, Model):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValueError(
                 f"model must be a harness Model (model_name, context_window, async request()), "
                 f"got {type(model).__name__}."
             )
-        if summarizer is not None and not callable(summarizer):  # pyright: ignore[reportUnnecessaryComparison]
+        if isinstance(summarizer, str):
+            if summarizer not in ("digest", "model"):
+                raise ValueError(f"summarizer must be 'digest', 'model' or a callable, got {summarizer!r}.")
+            if summarizer == "digest" and model is not None:
+                raise ValueError("Set at most one of model or summarizer.")
+        elif summarizer is not None and not callable(summarizer):  # pyright: ignore[reportUnnecessaryComparison]
             raise ValueError(f"summarizer must be callable, got {type(summarizer).__name__}.")
         if fallback not in FALLBACKS:
             raise ValueError(f"fallback must be 'digest', 'sliding' or None, got {fallback!r}.")
@@ -238,11 +245,18 @@ class SummarizingCompaction(Capability):
         self.preserve_first_user_message = preserve_first_user_message
         self.keep_user_messages = keep_user_messages
         self.tool_return_max_chars = tool_return_max_chars
-        self.summarizer = summarizer
+        self.digest = digest if digest is not None else StructuralDigest()
+        resolved: Summarizer | None
+        if summarizer == "digest":
+            resolved = self.digest
+        elif summarizer == "model":
+            resolved = None
+        else:
+            resolved = summarizer
+        self.summarizer: Summarizer | None = resolved
         self.timeout = timeout
         self.fallback: Fallback = fallback
         self.min_summary_chars = min_summary_chars
-        self.digest = digest if digest is not None else StructuralDigest()
 
     def __repr__(self) -> str:
         return (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from importlib.metadata import entry_points
@@ -75,7 +76,7 @@ def test_defaults() -> None:
         ({"summary_prompt": "{{messages}}"}, "summary_prompt must contain the {messages} placeholder."),
         ({"summary_prompt": 3}, "summary_prompt must be a string"),
         ({"instructions": None}, "instructions must be a string."),
-        ({"summarizer": "not callable"}, "summarizer must be callable"),
+        ({"summarizer": 42}, "summarizer must be callable, got int"),
         ({"model": "openai:gpt-4o"}, "model must be a harness Model"),
     ],
 )
@@ -163,3 +164,40 @@ def test_import_emits_experimental_warning() -> None:
         "assert any('harness_summarizing is experimental' in t for t in texts), texts\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_summarizer_digest_string_never_calls_the_agents_model() -> None:
+    calls: list[int] = []
+
+    def agent_model(messages: object, info: object) -> str:
+        calls.append(1)
+        return "a model summary that is long enough to count"
+
+    cap = SummarizingCompaction(keep_messages=2, summarizer="digest")
+    assert cap.summarizer is cap.digest
+    ctx = _ctx(10)
+    ctx.model = FunctionModel(agent_model)
+    before = len(ctx.messages)
+    asyncio.run(cap.compact(ctx))
+    assert calls == []
+    assert len(ctx.messages) < before
+    assert [event.details["summarizer"] for event in ctx.events] == ["digest"]
+
+
+def test_summarizer_model_string_is_the_default_behaviour() -> None:
+    assert SummarizingCompaction(summarizer="model").summarizer is None
+    model = FunctionModel(lambda messages, info: "x")
+    assert SummarizingCompaction(summarizer="model", model=model).model is model
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"summarizer": "llm"}, "summarizer must be 'digest', 'model' or a callable, got 'llm'."),
+        ({"summarizer": "digest", "model": FunctionModel(lambda m, i: "x")}, "Set at most one of model"),
+    ],
+)
+def test_summarizer_string_validation(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        SummarizingCompaction(**kwargs)  # pyright: ignore[reportArgumentType]
+    assert message in str(info.value)
