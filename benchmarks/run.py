@@ -40,8 +40,14 @@ def _groups() -> dict[str, Group]:
     from cases_capabilities import capability_cases
     from cases_core import core_cases
     from cases_loop import loop_cases
+    from cases_providers import provider_cases
 
-    return {"core": core_cases, "capabilities": capability_cases, "loop": loop_cases}
+    return {
+        "core": core_cases,
+        "capabilities": capability_cases,
+        "loop": loop_cases,
+        "providers": provider_cases,
+    }
 
 
 def reference_python() -> Path:
@@ -91,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--sizes", default="100,1000,10000", help="comma-separated history sizes")
-    parser.add_argument("--groups", default="core,capabilities,loop", help="comma-separated groups")
+    parser.add_argument("--groups", default="core,capabilities,loop,providers", help="comma-separated groups")
     parser.add_argument("--reference", action="store_true", help="also run pydantic-ai-harness 0.62.0")
     parser.add_argument("--json", type=Path, help="write the figures to this JSON file")
     args = parser.parse_args(argv)

@@ -23,6 +23,7 @@ import attrs
 from harness.loop import RequestOrchestrator
 from harness.messages import CanonicalMessage, Usage
 from harness.models import Model, ModelSettings, ToolDefinition
+from harness.models.resolve import resolve_model
 from harness.plugins import PluginManager
 from harness.run_context import RunContext
 from harness.session import Session
@@ -63,7 +64,10 @@ class Agent:
     """Runs prompts through a model, its tools and a capability stack.
 
     Args:
-        model: Any :class:`~harness.models.Model`.
+        model: Any :class:`~harness.models.Model`, or a model string such as
+            ``"openai:gpt-4o-mini"`` or ``"anthropic:claude-sonnet-4-6"``, resolved by
+            :func:`~harness.models.resolve.resolve_model` (plugins' ``resolve_model`` hook
+            first, then the built-in providers).
         tools: Tools or plain functions (turned into tools with :meth:`Tool.from_function`).
         capabilities: Capability objects, run before every model request in this order
             (adjusted only by their ``runs_before`` / ``runs_after`` declarations).
@@ -91,11 +95,12 @@ class Agent:
     Raises:
         ValueError: A limit is below 1.
         ToolDefinitionError: Two tools share a name.
+        ModelResolutionError: ``model`` is a string no plugin or built-in provider knows.
     """
 
     def __init__(
         self,
-        model: Model,
+        model: Model | str,
         *,
         tools: Sequence[Tool | Callable[..., Any]] = (),
         capabilities: Sequence[object] = (),
@@ -123,7 +128,6 @@ class Agent:
             raise ValueError(f"request_timeout must be positive or None, got {request_timeout}")
         if tool_retry_base_delay < 0:
             raise ValueError(f"tool_retry_base_delay must be >= 0, got {tool_retry_base_delay}")
-        self.model = model
         self.tools: dict[str, Tool] = {}
         for item in tools:
             tool = as_tool(item)
@@ -132,6 +136,7 @@ class Agent:
             self.tools[tool.name] = tool
         self.tool_definitions: tuple[ToolDefinition, ...] = tuple(t.definition for t in self.tools.values())
         self.plugin_manager = plugin_manager if plugin_manager is not None else PluginManager()
+        self.model: Model = resolve_model(model, plugin_manager=self.plugin_manager)
         if capabilities:
             self.plugin_manager.add_capabilities(capabilities)
         self.system_prompt = system_prompt

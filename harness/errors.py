@@ -14,7 +14,15 @@ __all__ = [
     "HarnessExperimentalWarning",
     "HarnessWarning",
     "MessageError",
+    "ModelAuthenticationError",
+    "ModelBadRequestError",
+    "ModelError",
+    "ModelRateLimitError",
+    "ModelResolutionError",
+    "ModelTimeoutError",
+    "ModelUnavailableError",
     "PluginLoadError",
+    "ProviderNotInstalledError",
     "WireFormatError",
     "warn_experimental",
 ]
@@ -110,3 +118,88 @@ def warn_experimental(feature: str) -> None:
         HarnessExperimentalWarning,
         stacklevel=3,
     )
+
+
+class ModelError(HarnessError):
+    """A model provider refused or failed a request.
+
+    Raised by the real providers (``harness.models.openai``, ``harness.models.anthropic``)
+    once their retry policy gave up, or at once for errors a retry cannot fix.
+
+    Attributes:
+        provider: The provider's name, e.g. ``"openai"`` or ``"anthropic"``.
+        status_code: The HTTP status the provider answered with (``None`` for timeouts
+            and connection failures).
+        provider_message: The provider's own error message, verbatim.
+        model_name: The model the request was for, when known.
+        attempts: How many times the request was sent.
+    """
+
+    def __init__(
+        self,
+        provider: str,
+        provider_message: str,
+        *,
+        status_code: int | None = None,
+        model_name: str | None = None,
+        attempts: int = 1,
+    ) -> None:
+        self.provider = provider
+        self.provider_message = provider_message
+        self.status_code = status_code
+        self.model_name = model_name
+        self.attempts = attempts
+        status = f" (HTTP {status_code})" if status_code is not None else ""
+        model = f" model {model_name!r}" if model_name else ""
+        tries = f" after {attempts} attempts" if attempts > 1 else ""
+        super().__init__(f"{provider}{model}{status}{tries}: {provider_message}")
+
+
+class ModelAuthenticationError(ModelError):
+    """The provider rejected the credentials (HTTP 401/403) or none were configured. Never retried."""
+
+
+class ModelBadRequestError(ModelError):
+    """The provider rejected the request itself (HTTP 400, 404, 413, 422...). Never retried."""
+
+
+class ModelRateLimitError(ModelError):
+    """The provider kept answering HTTP 429 until the retry policy gave up."""
+
+
+class ModelUnavailableError(ModelError):
+    """The provider kept failing (HTTP 5xx, 529, connection errors) until the retry policy gave up."""
+
+
+class ModelTimeoutError(ModelError):
+    """Every attempt timed out before the provider answered."""
+
+
+class ModelResolutionError(HarnessError, ValueError):
+    """A model string such as ``"openai:gpt-4o-mini"`` names no known provider.
+
+    Attributes:
+        model_string: The string that could not be resolved.
+        known_prefixes: The provider prefixes that would have been understood.
+    """
+
+    def __init__(self, model_string: str, message: str, known_prefixes: tuple[str, ...] = ()) -> None:
+        self.model_string = model_string
+        self.known_prefixes = known_prefixes
+        super().__init__(message)
+
+
+class ProviderNotInstalledError(ModelResolutionError):
+    """The SDK a provider needs is not installed (``pip install 'harness-loop[openai]'``).
+
+    Attributes:
+        extra: The name of the optional dependency group to install.
+    """
+
+    def __init__(self, model_string: str, extra: str) -> None:
+        self.extra = extra
+        super().__init__(
+            model_string,
+            f"model {model_string!r} needs the {extra} SDK, which is not installed; "
+            f"install it with: pip install 'harness-loop[{extra}]'",
+        )

@@ -27,6 +27,7 @@ __all__ = [
     "count_tokens",
     "on_compaction",
     "on_tool",
+    "resolve_model",
 ]
 
 from typing import TYPE_CHECKING
@@ -35,6 +36,7 @@ from harness.markers import hookspec
 
 if TYPE_CHECKING:
     from harness.context import CompactionEvent, RequestContext
+    from harness.models import Model
     from harness.nodes import Node
     from harness.registry import ToolEvent
     from harness.run_context import RunContext
@@ -196,4 +198,34 @@ def count_tokens(text: str, model_name: str | None) -> int | None:
     Args:
         text: The text to count.
         model_name: Name of the model the text is sent to, when known.
+    """
+
+
+@hookspec(firstresult=True)
+def resolve_model(model_string: str) -> Model | None:
+    """Turn a model string such as ``"myprovider:some-model"`` into a model.
+
+    Signature: ``resolve_model(model_string: str) -> Model | None``
+
+    Called by ``harness.models.resolve.resolve_model`` (and so by ``Agent("...")`` and
+    the CLI's ``--model``) each time a model is given as a string, before the built-in
+    providers are tried. The built-in ``openai:``, ``anthropic:``, ``ollama:`` and ``test``
+    prefixes are resolved by fallback code that runs only when every implementation
+    returned ``None``, so a plugin can add a provider or replace a built-in one.
+
+    Ordering: pluggy's order (last registered first; ``tryfirst`` / ``trylast``
+    respected). Stops at first non-None result (``firstresult``).
+
+    Return value: a :class:`~harness.models.Model` (anything with ``model_name``,
+    ``context_window`` and ``async request(...)``), or ``None`` to let the next
+    implementation, and finally the built-in providers, answer. Any other value raises
+    ``ModelResolutionError``.
+
+    Async: not allowed; the hook must return the model itself, because resolution runs
+    in synchronous code (``Agent.__init__``). An awaitable result raises
+    ``ModelResolutionError``.
+
+    Args:
+        model_string: The string as the user wrote it, stripped of surrounding blanks
+            (for example ``"openai:gpt-4o-mini"``).
     """

@@ -28,6 +28,7 @@ __all__ = [
     "LOAD_ENV",
     "PluginInfo",
     "PluginManager",
+    "TRACE_ENV",
     "capability_name",
     "order_capabilities",
 ]
@@ -39,6 +40,8 @@ import importlib.metadata
 import inspect
 import os
 import re
+import sys
+import time
 import types
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -72,6 +75,9 @@ Unset loads every entry point; set but empty loads none.
 
 DISABLE_ENV: Final = "HARNESS_DISABLE_PLUGINS"
 """Block-list of entry points not to load (names or distribution names, comma separated)."""
+
+TRACE_ENV: Final = "HARNESS_TRACE_PLUGINS"
+"""Set to ``1`` (any value but empty, ``0``, ``false``, ``no``) to trace every hook call to stderr."""
 
 ASYNC_HOOKS: Final = frozenset({"before_model_request", "after_node", "on_tool", "on_compaction"})
 """Hooks the manager calls itself, awaiting ``async def`` implementations (no wrappers)."""
@@ -308,6 +314,49 @@ class PluginManager:
         self._available: dict[str, type] = {}
         self._available_sources: dict[str, _Source] = {}
         self._counters: dict[str | None, TokenCounter] = {}
+        self._trace: Callable[[str], None] | None = None
+        if os.environ.get(TRACE_ENV, "").strip().lower() not in ("", "0", "false", "no"):
+            self.enable_tracing()
+
+    def enable_tracing(self, write: Callable[[str], None] | None = None) -> None:
+        """Trace every hook call: the context hooks this manager calls and pluggy's own.
+
+        Each line starts with ``harness-trace:`` and names the hook and the plugin; a
+        ``before_model_request`` (or forced ``compact``) step also reports its duration and
+        the message count before and after. Set ``HARNESS_TRACE_PLUGINS=1`` to enable it
+        for every manager.
+
+        Args:
+            write: Receives each line (newline included); default: ``sys.stderr`` at the
+                time of the call.
+        """
+        if self._trace is not None:
+            return
+
+        def default_write(line: str) -> None:
+            sys.stderr.write(line)
+
+        sink = write or default_write
+
+        def trace(text: str) -> None:
+            sink(f"harness-trace: {text}\n")
+
+        def before(hook_name: str, impls: Sequence[pluggy.HookImpl], kwargs: Mapping[str, object]) -> None:
+            del kwargs
+            trace(f"{hook_name} -> {', '.join(impl.plugin_name for impl in impls) or '(no implementation)'}")
+
+        def after(
+            outcome: pluggy.Result[object],
+            hook_name: str,
+            impls: Sequence[pluggy.HookImpl],
+            kwargs: Mapping[str, object],
+        ) -> None:
+            del impls, kwargs
+            error = outcome.exception
+            trace(f"{hook_name} <- {type(error).__name__ if error else repr(outcome.get_result())}")
+
+        self._trace = trace
+        self._pm.add_hookcall_monitoring(before, after)
 
     # -- registration ------------------------------------------------------------------
 
@@ -336,7 +385,7 @@ class PluginManager:
         Raises:
             PluginLoadError: The name is taken, the object is already registered, or a
                 hook implementation is invalid (unknown hook name, argument not in the
-                specification, a wrapper on an awaited hook, ``async def`` count_tokens).
+                specification, a wrapper on an awaited hook, ``async def`` on a hook pluggy calls).
         """
         plugin_name = name or capability_name(plugin)
         self._register(plugin, plugin_name)
@@ -441,8 +490,8 @@ class PluginManager:
                         f"{caller.name} cannot be a wrapper implementation: harness awaits "
                         "this hook itself, and a wrapper cannot await across its yield"
                     )
-                if caller.name == "count_tokens" and inspect.iscoroutinefunction(impl.function):
-                    return "count_tokens must be synchronous (it runs inside token counting)"
+                if caller.name not in ASYNC_HOOKS and inspect.iscoroutinefunction(impl.function):
+                    return f"{caller.name} must be synchronous (pluggy calls it and cannot await it)"
         return None
 
     # -- ordering ----------------------------------------------------------------------
@@ -546,6 +595,8 @@ class PluginManager:
     ) -> list[Violation] | None:
         history = ctx.messages
         snapshot = list(history)
+        if self._trace is not None:
+            call = _traced_step(self._trace, call, name, hook_name, ctx)
         events_before = len(ctx.events)
         scoped_before = len(ctx.request_scoped)
 
@@ -615,7 +666,7 @@ class PluginManager:
             if previous is not None:
                 previous(ctx, event)
             for impl in impls:
-                result = _call_observer(impl, {"ctx": ctx, "event": event}, "on_compaction")
+                result = _call_observer(impl, {"ctx": ctx, "event": event}, "on_compaction", self._trace)
                 if inspect.isawaitable(result):
                     pending.append((impl.plugin_name, result))
 
@@ -643,7 +694,7 @@ class PluginManager:
 
     async def _notify(self, hook_name: str, kwargs: Mapping[str, object]) -> None:
         for impl in self._ordered_impls(hook_name):
-            result = _call_observer(impl, kwargs, hook_name)
+            result = _call_observer(impl, kwargs, hook_name, self._trace)
             if inspect.isawaitable(result):
                 await self._drain([(impl.plugin_name, result)])
 
@@ -693,6 +744,15 @@ class PluginManager:
                 "count_tokens", f"an implementation returned {result!r}; expected a non-negative int"
             )
         return result
+
+    def resolve_model(self, model_string: str) -> object | None:
+        """Ask the ``resolve_model`` hook; ``None`` when no plugin answers.
+
+        The answer is returned as is: :func:`harness.models.resolve_model` checks that it is
+        a model and falls back to the built-in providers.
+        """
+        answer: object = self._pm.hook.resolve_model(model_string=model_string)
+        return answer
 
     def token_counter(self, model_name: str | None = None) -> TokenCounter:
         """The token counter for ``model_name``, honouring the ``count_tokens`` hook.
@@ -875,7 +935,52 @@ def _own_compact(capability: object) -> Callable[..., object] | None:
     return method
 
 
-def _call_observer(impl: pluggy.HookImpl, kwargs: Mapping[str, object], hook_name: str) -> object:
+def _traced_step(
+    trace: Callable[[str], None], call: Callable[[], object], name: str, hook_name: str, ctx: RequestContext
+) -> Callable[[], object]:
+    def done(start: float, before: int) -> None:
+        elapsed = (time.perf_counter() - start) * 1000
+        trace(f"{hook_name} <- {name}: {elapsed:.1f} ms, {before} -> {len(ctx.messages)} messages")
+
+    def failed(exc: BaseException) -> None:
+        trace(f"{hook_name} <- {name}: raised {type(exc).__name__}")
+
+    def run() -> object:
+        start = time.perf_counter()
+        before = len(ctx.messages)
+        trace(f"{hook_name} -> {name} ({before} messages)")
+        try:
+            result = call()
+        except BaseException as exc:
+            failed(exc)
+            raise
+        if not inspect.isawaitable(result):
+            done(start, before)
+            return result
+        awaitable = cast("Awaitable[object]", result)
+
+        async def finish() -> object:
+            try:
+                value = await awaitable
+            except BaseException as exc:
+                failed(exc)
+                raise
+            done(start, before)
+            return value
+
+        return finish()
+
+    return run
+
+
+def _call_observer(
+    impl: pluggy.HookImpl,
+    kwargs: Mapping[str, object],
+    hook_name: str,
+    trace: Callable[[str], None] | None = None,
+) -> object:
+    if trace is not None:
+        trace(f"{hook_name} -> {impl.plugin_name}")
     try:
         return _bind(impl, kwargs)()
     except _INTERRUPTS:

@@ -25,6 +25,7 @@ FACADE = {
     "on_tool": "notify_tool",
     "on_compaction": "notify_compaction",
     "count_tokens": "count_tokens",
+    "resolve_model": "resolve_model",
 }
 
 
@@ -53,12 +54,13 @@ def test_hook_docstring_has_signature_ordering_return_and_async(name: str) -> No
     assert "Called" in doc, f"hook {name}: docstring does not say when it is called"
 
 
-def test_only_count_tokens_is_firstresult() -> None:
+def test_only_the_decision_hooks_are_firstresult() -> None:
     firstresult = {
         name for name, spec in SPECS.items() if getattr(spec, f"{PROJECT_NAME}_spec")["firstresult"]
     }
-    assert firstresult == {"count_tokens"}
-    assert "Stops at first non-None result" in (inspect.getdoc(SPECS["count_tokens"]) or "")
+    assert firstresult == {"count_tokens", "resolve_model"}
+    for name in firstresult:
+        assert "firstresult" in (inspect.getdoc(SPECS[name]) or "")
     assert set(SPECS) - firstresult == ASYNC_HOOKS
 
 

@@ -6,6 +6,7 @@ __all__ = [
     "Model",
     "ModelSettings",
     "ToolDefinition",
+    "resolve_model",
 ]
 
 from collections.abc import Mapping, Sequence
@@ -77,3 +78,6 @@ class Model(Protocol):
     ) -> CanonicalMessage:
         """Send ``messages`` and return the model's response message."""
         ...
+
+
+from harness.models.resolve import resolve_model  # noqa: E402  (needs Model defined above)

@@ -1,0 +1,469 @@
+"""Anthropic's Messages API through the official SDK, thinking and prompt caching included.
+
+Example::
+
+    from harness import Agent
+    from harness.models.anthropic import AnthropicModel
+
+    agent = Agent(AnthropicModel("claude-sonnet-4-6"))  # ANTHROPIC_API_KEY from the environment
+
+Mapping (canonical -> Messages API):
+
+* every system prompt part, then the newest request's ``instructions``: the ``system``
+  field;
+* a request: one ``user`` turn whose ``tool_result`` blocks come first (one per call of
+  the previous response, ``is_error`` for retry prompts), then text and image blocks;
+* a response: one ``assistant`` turn with ``thinking`` blocks (Anthropic's own, signature
+  sent back verbatim), ``redacted_thinking`` blocks, non-blank ``text`` and ``tool_use``;
+  thinking from other providers (no Anthropic signature) is not sent;
+* turns are strictly alternating: consecutive same-role turns are merged and empty turns
+  dropped; a history starting with a response gets a short user turn in front.
+
+Tool call ids that Anthropic would reject (it allows ``[a-zA-Z0-9_-]``) are rewritten
+consistently for calls and results, e.g. ``call~2`` -> ``call_2_<hash>``.
+
+``max_tokens`` is required by the API: ``ModelSettings.max_tokens``, else the model's
+``max_tokens`` (default :data:`DEFAULT_MAX_TOKENS`). Extended thinking is switched on through
+``ModelSettings(extra={"thinking": {"type": "enabled", "budget_tokens": 2048}})``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CONTINUATION_TEXT",
+    "DEFAULT_MAX_TOKENS",
+    "AnthropicModel",
+    "AnthropicPayload",
+    "RetryPolicy",
+    "anthropic_tool_id",
+    "anthropic_tools",
+    "from_anthropic_message",
+    "to_anthropic_messages",
+]
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import anthropic
+import attrs
+
+from harness.errors import ModelAuthenticationError
+from harness.messages import (
+    CanonicalMessage,
+    Part,
+    TextPart,
+    ThoughtPart,
+    ToolCallPart,
+    UnknownPart,
+    Usage,
+)
+from harness.models import ModelSettings, ToolDefinition
+from harness.models._mapping import ImageBase64, ImageUrl, UserItem, split_request, system_text
+from harness.models._retry import ProviderErrors, RetryPolicy, send_with_retries
+from harness.models.resolve import context_window_for
+
+DEFAULT_MAX_TOKENS = 4096
+"""``max_tokens`` sent when neither the settings nor the model set one (the API requires it)."""
+
+CONTINUATION_TEXT = "(earlier conversation omitted)"
+"""User text put in front of a history that starts with a response (the API wants a user turn first)."""
+
+PROVIDER = "anthropic"
+REDACTED_ID = "redacted_thinking"
+"""``ThoughtPart.extra["id"]`` marking redacted thinking (``signature`` holds its data), as in pydantic-ai."""
+
+_ERRORS = ProviderErrors(
+    provider=PROVIDER,
+    status_error=anthropic.APIStatusError,
+    timeout_error=anthropic.APITimeoutError,
+    connection_error=anthropic.APIConnectionError,
+)
+
+_FINISH_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_call",
+    "refusal": "content_filter",
+}
+
+_VALID_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+
+_Block = dict[str, Any]
+
+
+def anthropic_tool_id(call_id: str) -> str:
+    """The id sent to Anthropic for canonical tool call id ``call_id``.
+
+    Valid ids are sent unchanged; others get invalid characters replaced by ``_`` and a
+    short hash of the original appended, so distinct ids stay distinct.
+    """
+    if _VALID_ID.match(call_id):
+        return call_id
+    digest = hashlib.sha1(call_id.encode("utf-8")).hexdigest()[:8]
+    return f"{re.sub(r'[^a-zA-Z0-9_-]', '_', call_id)}_{digest}"
+
+
+@attrs.frozen
+class AnthropicPayload:
+    """The ``system`` and ``messages`` fields of a Messages API request.
+
+    Attributes:
+        system: The system prompt, or ``None``.
+        messages: Alternating ``user`` / ``assistant`` turns with content block lists.
+    """
+
+    system: str | None
+    messages: list[dict[str, Any]]
+
+
+def _user_blocks(items: Sequence[UserItem]) -> list[_Block]:
+    blocks: list[_Block] = []
+    for item in items:
+        if isinstance(item, str):
+            blocks.append({"type": "text", "text": item})
+        elif isinstance(item, ImageUrl):
+            blocks.append({"type": "image", "source": {"type": "url", "url": item.url}})
+        elif isinstance(item, ImageBase64):  # pyright: ignore[reportUnnecessaryIsInstance]
+            source = {"type": "base64", "media_type": item.media_type, "data": item.data}
+            blocks.append({"type": "image", "source": source})
+    return blocks
+
+
+def _assistant_blocks(message: CanonicalMessage) -> list[_Block]:
+    blocks: list[_Block] = []
+    for part in message.parts:
+        if isinstance(part, ThoughtPart):
+            if part.provider_name != PROVIDER or not part.signature:
+                continue
+            if part.extra.get("id") == REDACTED_ID:
+                blocks.append({"type": "redacted_thinking", "data": part.signature})
+            else:
+                blocks.append({"type": "thinking", "thinking": part.content, "signature": part.signature})
+        elif isinstance(part, TextPart):
+            if part.content.strip():
+                blocks.append({"type": "text", "text": part.content})
+        elif isinstance(part, ToolCallPart):
+            try:
+                arguments = part.args_as_dict()
+            except ValueError:  # MessageError: arguments that are not JSON are sent as {}
+                arguments = {}
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": anthropic_tool_id(part.tool_call_id),
+                    "name": part.tool_name,
+                    "input": arguments,
+                }
+            )
+    return blocks
+
+
+def _append(turns: list[_Block], role: str, blocks: list[_Block]) -> None:
+    if not blocks:
+        return
+    if turns and turns[-1]["role"] == role:
+        merged: list[_Block] = [*turns[-1]["content"], *blocks]
+        if role == "user":  # tool_result blocks must come first in a user turn
+            merged.sort(key=lambda block: block["type"] != "tool_result")
+        turns[-1]["content"] = merged
+        return
+    turns.append({"role": role, "content": blocks})
+
+
+def to_anthropic_messages(messages: Sequence[CanonicalMessage]) -> AnthropicPayload:
+    """Map a canonical history to the Messages API ``system`` and ``messages`` fields.
+
+    A history for which ``check_invariants`` returns ``[]`` always maps to turns the API
+    accepts: roles alternate starting with ``user``, every ``tool_use`` is answered by
+    exactly one ``tool_result`` at the start of the next user turn, and no turn or text
+    block is empty.
+    """
+    turns: list[_Block] = []
+    previous_calls: tuple[ToolCallPart, ...] = ()
+    for index, message in enumerate(messages):
+        if message.kind == "request":
+            split = split_request(message, previous_calls)
+            previous_calls = ()
+            blocks: list[_Block] = [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": anthropic_tool_id(result.call_id),
+                    "content": result.text,
+                    **({"is_error": True} if result.is_error else {}),
+                }
+                for result in split.results
+            ]
+            blocks.extend(_user_blocks(split.items))
+            _append(turns, "user", blocks)
+        else:
+            _append(turns, "assistant", _assistant_blocks(message))
+            calls = message.tool_calls
+            previous_calls = calls
+            following = messages[index + 1] if index + 1 < len(messages) else None
+            if calls and (following is None or following.kind != "request"):
+                # Invalid history (calls nobody answered yet): keep the payload acceptable.
+                pending = split_request(CanonicalMessage.request(), calls)
+                _append(
+                    turns,
+                    "user",
+                    [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": anthropic_tool_id(r.call_id),
+                            "content": r.text,
+                        }
+                        for r in pending.results
+                    ],
+                )
+    if turns and turns[0]["role"] != "user":
+        turns.insert(0, {"role": "user", "content": [{"type": "text", "text": CONTINUATION_TEXT}]})
+    return AnthropicPayload(system_text(messages), turns)
+
+
+def anthropic_tools(tools: Sequence[ToolDefinition]) -> list[dict[str, Any]]:
+    """Map tool definitions to Messages API ``tools``."""
+    mapped: list[dict[str, Any]] = []
+    for tool in tools:
+        entry: dict[str, Any] = {"name": tool.name, "input_schema": dict(tool.parameters_json_schema)}
+        if tool.description:
+            entry["description"] = tool.description
+        mapped.append(entry)
+    return mapped
+
+
+def _usage(data: object) -> Usage | None:
+    if not isinstance(data, Mapping):
+        return None
+    mapping: Mapping[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
+    return Usage.from_anthropic(mapping)
+
+
+def from_anthropic_message(data: Mapping[str, Any], *, model_name: str) -> CanonicalMessage:
+    """Map a Messages API response (as a JSON object) to a response message.
+
+    Unknown block types (server tools...) are kept as :class:`~harness.messages.UnknownPart`
+    with kind ``"anthropic-<type>"`` and are not sent back.
+
+    Args:
+        data: The message, e.g. ``message.to_dict()``.
+        model_name: Used when the response names no model.
+    """
+    parts: list[Part] = []
+    for block in data.get("content") or ():
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(TextPart(str(block.get("text", ""))))
+        elif kind == "thinking":
+            parts.append(
+                ThoughtPart(
+                    str(block.get("thinking", "")), signature=block.get("signature"), provider_name=PROVIDER
+                )
+            )
+        elif kind == "redacted_thinking":
+            parts.append(
+                ThoughtPart(
+                    "", signature=block.get("data"), provider_name=PROVIDER, extra={"id": REDACTED_ID}
+                )
+            )
+        elif kind == "tool_use":
+            arguments: object = block.get("input")
+            parts.append(
+                ToolCallPart(
+                    str(block.get("id")),
+                    str(block.get("name", "")),
+                    arguments if isinstance(arguments, Mapping) else {},  # pyright: ignore[reportUnknownArgumentType]
+                )
+            )
+        else:
+            parts.append(UnknownPart(f"anthropic-{kind}", dict(block)))
+    raw_finish: object = data.get("stop_reason")
+    finish = _FINISH_REASONS.get(raw_finish, raw_finish) if isinstance(raw_finish, str) else None
+    name: object = data.get("model")
+    response_id: object = data.get("id")
+    return CanonicalMessage.response(
+        *parts,
+        model_name=name if isinstance(name, str) and name else model_name,
+        usage=_usage(data.get("usage")),
+        timestamp=datetime.now(UTC),
+        provider_name=PROVIDER,
+        provider_response_id=response_id if isinstance(response_id, str) else None,
+        finish_reason=finish,
+        extra={"provider_details": {"finish_reason": raw_finish}} if isinstance(raw_finish, str) else None,
+    )
+
+
+class AnthropicModel:
+    """A Claude model through the Messages API.
+
+    The SDK client is created on the first request (``max_retries=0``: harness's
+    :class:`RetryPolicy` does the retrying). Close it with :meth:`aclose` or use the model
+    as an async context manager.
+
+    Args:
+        model_name: The model, e.g. ``"claude-sonnet-4-6"``.
+        api_key: API key; default ``ANTHROPIC_API_KEY`` (or any credential source the SDK
+            resolves). When none resolves, a request raises
+            :class:`~harness.errors.ModelAuthenticationError`.
+        base_url: API URL; default ``ANTHROPIC_BASE_URL`` or Anthropic's.
+        client: A ready ``anthropic.AsyncAnthropic`` (give it ``max_retries=0``).
+        context_window: Context window in tokens; default from
+            :data:`~harness.models.resolve.KNOWN_CONTEXT_WINDOWS` (200k for Claude).
+        max_tokens: ``max_tokens`` when the settings set none (default 4096).
+        prompt_caching: Mark the system prompt, the last tool and the newest user turn
+            with ``cache_control`` (ephemeral), so long histories are read from the cache.
+        retry: Retry policy (default :class:`RetryPolicy()`).
+        timeout: Default seconds per attempt (``ModelSettings.timeout`` overrides it).
+    """
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: anthropic.AsyncAnthropic | None = None,
+        context_window: int | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        prompt_caching: bool = False,
+        retry: RetryPolicy | None = None,
+        timeout: float = 600.0,
+    ) -> None:
+        if not model_name.strip():
+            raise ValueError("AnthropicModel: model_name must not be blank")
+        if context_window is not None and context_window < 1:
+            raise ValueError(f"AnthropicModel: context_window must be at least 1, got {context_window}")
+        if max_tokens < 1:
+            raise ValueError(f"AnthropicModel: max_tokens must be at least 1, got {max_tokens}")
+        self._model_name = model_name
+        self._api_key = api_key
+        self._base_url = base_url
+        self._client = client
+        self._owns_client = client is None
+        self._context_window = (
+            context_window if context_window is not None else context_window_for(model_name)
+        )
+        self.max_tokens = max_tokens
+        self.prompt_caching = prompt_caching
+        self.retry = retry if retry is not None else RetryPolicy()
+        self.timeout = timeout
+
+    @property
+    def model_name(self) -> str:
+        """The model's name."""
+        return self._model_name
+
+    @property
+    def context_window(self) -> int | None:
+        """The context window in tokens (given, or known for the model, or ``None``)."""
+        return self._context_window
+
+    def _get_client(self) -> anthropic.AsyncAnthropic:
+        if self._client is None:
+            self._client = anthropic.AsyncAnthropic(
+                api_key=self._api_key, base_url=self._base_url, max_retries=0, timeout=self.timeout
+            )
+        return self._client
+
+    def request_body(
+        self,
+        messages: Sequence[CanonicalMessage],
+        tools: Sequence[ToolDefinition],
+        settings: ModelSettings,
+    ) -> dict[str, Any]:
+        """The JSON body a request would send (settings ``extra`` keys merged in)."""
+        payload = to_anthropic_messages(messages)
+        body: dict[str, Any] = {
+            "model": self._model_name,
+            "max_tokens": settings.max_tokens if settings.max_tokens is not None else self.max_tokens,
+            "messages": payload.messages,
+        }
+        cache = {"type": "ephemeral"}
+        if payload.system is not None:
+            if self.prompt_caching:
+                body["system"] = [{"type": "text", "text": payload.system, "cache_control": cache}]
+            else:
+                body["system"] = payload.system
+        if tools:
+            mapped = anthropic_tools(tools)
+            if self.prompt_caching:
+                mapped[-1] = {**mapped[-1], "cache_control": cache}
+            body["tools"] = mapped
+        if self.prompt_caching:
+            for turn in reversed(payload.messages):
+                if turn["role"] == "user":
+                    content: list[_Block] = list(turn["content"])
+                    content[-1] = {**content[-1], "cache_control": cache}
+                    turn["content"] = content
+                    break
+        if settings.temperature is not None:
+            body["temperature"] = settings.temperature
+        for key, value in settings.extra.items():
+            if key not in ("extra_headers", "extra_query"):
+                body[key] = value
+        return body
+
+    async def request(
+        self,
+        messages: Sequence[CanonicalMessage],
+        tools: Sequence[ToolDefinition],
+        settings: ModelSettings,
+    ) -> CanonicalMessage:
+        """Send the history and return the response message.
+
+        Raises:
+            ModelError: A typed subclass once retries are exhausted or for errors no retry
+                fixes (authentication, bad request).
+        """
+        body = self.request_body(messages, tools, settings)
+        client = self._get_client()
+        model = body.pop("model")
+        max_tokens = body.pop("max_tokens")
+        sent_messages = body.pop("messages")
+        timeout = settings.timeout if settings.timeout is not None else self.timeout
+        headers: Any = settings.extra.get("extra_headers")
+        query: Any = settings.extra.get("extra_query")
+
+        async def send() -> dict[str, Any]:
+            result = await client.messages.create(
+                model=model,
+                max_tokens=max_tokens,
+                messages=sent_messages,
+                extra_body=body,
+                extra_headers=headers,
+                extra_query=query,
+                timeout=timeout,
+            )
+            return result.to_dict()
+
+        try:
+            data = await send_with_retries(
+                send, errors=_ERRORS, policy=self.retry, model_name=self._model_name
+            )
+        except (TypeError, anthropic.CredentialsError) as exc:
+            # The SDK raises TypeError when no API key, auth token or credentials resolve.
+            if isinstance(exc, TypeError) and "authentication" not in str(exc):
+                raise
+            raise ModelAuthenticationError(
+                PROVIDER,
+                f"{exc} (set ANTHROPIC_API_KEY or pass api_key=)",
+                model_name=self._model_name,
+            ) from exc
+        return from_anthropic_message(data, model_name=self._model_name)
+
+    async def aclose(self) -> None:
+        """Close the SDK client if this model created it."""
+        if self._client is not None and self._owns_client:
+            await self._client.close()
+            self._client = None
+
+    async def __aenter__(self) -> AnthropicModel:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
