@@ -12,6 +12,7 @@ from __future__ import annotations
 __all__ = ["Capability", "Trigger"]
 
 import re
+from collections.abc import Mapping
 from typing import ClassVar
 
 import attrs
@@ -141,6 +142,14 @@ class Capability:
     name: ClassVar[str] = ""
     runs_before: ClassVar[tuple[str, ...]] = ()
     runs_after: ClassVar[tuple[str, ...]] = ()
+    default_trigger: ClassVar[Mapping[str, int | float]] = {}
+    """Trigger parameters a stack built from configuration uses when its entry sets none.
+
+    A capability whose constructor requires ``max_messages``, ``max_tokens`` or
+    ``max_fraction`` declares here when it should act by default, so that
+    ``--stack "clear_tool_results:keep_pairs=3"`` works; Python callers still pass their
+    own trigger explicitly.
+    """
 
     def __init_subclass__(cls) -> None:
         super().__init_subclass__()

@@ -1,30 +1,109 @@
 """Ready-made capability stacks built from the installed capability plugins.
 
-The core depends on no plugin: these helpers look the capability classes up through the
-``harness`` entry-point group and skip the ones that are not installed, returning the names of
-those they used.
+The core depends on no plugin: these helpers describe their stacks as
+:class:`~harness.config.StackEntry` lists (the same thing a ``--stack`` string or a
+``harness.toml`` gives), leave out the capabilities that are not installed, and build
+them with :func:`harness.config.build_stack`. With every capability plugin installed,
+:func:`default_stack` is this short-form stack (see :func:`default_stack_spec`)::
+
+    tiered[dedupe_file_reads clear_tool_results:keep_pairs=3,max_fraction=0.8
+           summarizing:keep_messages=6,max_fraction=0.8
+           sliding_window:keep_messages=6,max_fraction=0.8]:target_fraction=0.5,max_fraction=0.8
+    limit_warner:max_context_fraction=0.9
 """
 
 from __future__ import annotations
 
-__all__ = ["default_stack", "installed_capabilities", "tiered_stack"]
+__all__ = [
+    "default_stack",
+    "default_stack_entries",
+    "default_stack_spec",
+    "installed_capabilities",
+    "tiered_stack",
+    "tiered_stack_entries",
+]
 
-from typing import Any
+from collections.abc import Collection
+from typing import cast
 
-from harness.plugins import PluginManager
+from harness.config import StackEntry, build_stack, format_stack, installed_capability_classes
 
 
 def installed_capabilities() -> dict[str, type]:
     """Capability classes published through entry points, by entry-point name."""
-    manager = PluginManager()
-    manager.load_entrypoint_plugins()
-    return manager.available_capabilities()
+    return dict(installed_capability_classes())
+
+
+def tiered_stack_entries(
+    *,
+    target_fraction: float = 0.5,
+    trigger_fraction: float | None = None,
+    installed: Collection[str] | None = None,
+) -> list[StackEntry]:
+    """Cheapest-first compaction: dedupe, clear, summarize (structural digest), slide.
+
+    Args:
+        target_fraction: Size to compact down to, as a fraction of the window.
+        trigger_fraction: When to compact (default: ``min(1, target_fraction + 0.3)``).
+        installed: Entry-point names to choose from (default: the installed ones).
+
+    Returns:
+        One ``tiered`` entry holding the installed tiers, or the installed tiers
+        themselves when ``tiered`` is not installed (empty when none is).
+    """
+    found = set(installed_capabilities() if installed is None else installed)
+    trigger = trigger_fraction if trigger_fraction is not None else min(1.0, target_fraction + 0.3)
+    candidates = [
+        StackEntry("dedupe_file_reads", {}, "default stack"),
+        StackEntry("clear_tool_results", {"keep_pairs": 3, "max_fraction": trigger}, "default stack"),
+        StackEntry("summarizing", {"keep_messages": 6, "max_fraction": trigger}, "default stack"),
+        StackEntry("sliding_window", {"keep_messages": 6, "max_fraction": trigger}, "default stack"),
+    ]
+    tiers = [entry for entry in candidates if entry.name in found]
+    if "tiered" in found and tiers:
+        params = {"tiers": tiers, "target_fraction": target_fraction, "max_fraction": trigger}
+        return [StackEntry("tiered", params, "default stack")]
+    return tiers
+
+
+def default_stack_entries(
+    *, target_fraction: float = 0.5, installed: Collection[str] | None = None
+) -> list[StackEntry]:
+    """The demo's stack: :func:`tiered_stack_entries` plus a ``limit_warner`` at 90 % of the window.
+
+    Args:
+        target_fraction: As for :func:`tiered_stack_entries`.
+        installed: Entry-point names to choose from (default: the installed ones).
+    """
+    found = set(installed_capabilities() if installed is None else installed)
+    entries = tiered_stack_entries(target_fraction=target_fraction, installed=found)
+    if "limit_warner" in found:
+        entries.append(StackEntry("limit_warner", {"max_context_fraction": 0.9}, "default stack"))
+    return entries
+
+
+def default_stack_spec(*, installed: Collection[str] | None = None) -> str:
+    """:func:`default_stack_entries` in the short form, e.g. for a ``--stack`` default."""
+    return format_stack(default_stack_entries(installed=installed))
+
+
+def _names(entries: list[StackEntry]) -> list[str]:
+    names: list[str] = []
+    for entry in entries:
+        tiers: object = entry.params.get("tiers")
+        if entry.name == "tiered" and isinstance(tiers, list):
+            items = cast("list[object]", tiers)
+            inner = " → ".join(tier.name for tier in items if isinstance(tier, StackEntry))
+            names.append(f"tiered({inner})")
+        else:
+            names.append(entry.name)
+    return names
 
 
 def tiered_stack(
     *, context_window: int, target_fraction: float = 0.5, trigger_fraction: float | None = None
 ) -> tuple[list[object], list[str]]:
-    """Cheapest-first compaction: dedupe, clear, summarize (structural digest), slide.
+    """Build :func:`tiered_stack_entries` for a context window.
 
     Args:
         context_window: The model's context window in tokens.
@@ -33,38 +112,17 @@ def tiered_stack(
 
     Returns:
         The capabilities (one ``TieredCompaction``, or whatever tiers are installed when it
-        is not) and the names of the plugins used.
+        is not) and their names (``"tiered(dedupe_file_reads → ...)"``).
     """
-    found = installed_capabilities()
-    trigger = trigger_fraction if trigger_fraction is not None else min(1.0, target_fraction + 0.3)
-    common: dict[str, Any] = {"max_fraction": trigger, "context_window": context_window}
-    tiers: list[object] = []
-    names: list[str] = []
-    if "dedupe_file_reads" in found:
-        tiers.append(found["dedupe_file_reads"]())
-        names.append("dedupe_file_reads")
-    if "clear_tool_results" in found:
-        tiers.append(found["clear_tool_results"](keep_pairs=3, **common))
-        names.append("clear_tool_results")
-    if "summarizing" in found:
-        tiers.append(found["summarizing"](keep_messages=6, **common))
-        names.append("summarizing")
-    if "sliding_window" in found:
-        tiers.append(found["sliding_window"](keep_messages=6, **common))
-        names.append("sliding_window")
-    if "tiered" in found and tiers:
-        tiered = found["tiered"](
-            tiers=tiers, target_fraction=target_fraction, max_fraction=trigger, context_window=context_window
-        )
-        return [tiered], [f"tiered({' → '.join(names)})"]
-    return tiers, names
+    entries = tiered_stack_entries(target_fraction=target_fraction, trigger_fraction=trigger_fraction)
+    return list(build_stack(entries, context_window=context_window)), _names(entries)
 
 
 def default_stack(*, context_window: int) -> tuple[list[object], list[str]]:
-    """The demo's stack: :func:`tiered_stack` plus a ``LimitWarner`` near the window's end."""
-    capabilities, names = tiered_stack(context_window=context_window)
-    found = installed_capabilities()
-    if "limit_warner" in found:
-        capabilities.append(found["limit_warner"](max_context_fraction=0.9, context_window=context_window))
-        names.append("limit_warner")
-    return capabilities, names
+    """Build :func:`default_stack_entries` for a context window (the demo's stack).
+
+    Returns:
+        The capabilities and their names, as :func:`tiered_stack`.
+    """
+    entries = default_stack_entries()
+    return list(build_stack(entries, context_window=context_window)), _names(entries)

@@ -1,133 +1,330 @@
-"""Replays a recorded session through :class:`~harness.agent.Agent` with a capability stack.
+"""The runs behind ``harness demo`` and ``harness replay``, measured with and without a stack.
 
-The recorded responses come back from :class:`~harness.models.replay.ReplayModel` and the
-recorded tool results from :class:`~harness.models.replay.ReplayTools`, so the loop, its
-history preparation, the capabilities and the session file all run for real, offline.
+``harness demo`` runs the example coding agent (the ``harness-coding-agent``
+distribution) over a real folder, driven by its deterministic scripted model; its tools
+execute for real. ``harness replay`` re-runs a recorded transcript through the loop with
+:class:`~harness.models.replay.ReplayModel` answering with the recorded responses and
+:class:`~harness.models.replay.ReplayTools` with the recorded tool results.
+
+Each conversation runs twice, without the stack and with it, and every model request of
+both runs is measured as sent (see :mod:`harness.demo.measure`).
 """
 
 from __future__ import annotations
 
-__all__ = ["DemoReport", "RequestRow", "run_demo"]
+__all__ = [
+    "DEMO_BUDGET",
+    "DEMO_PROMPT",
+    "CodingAgentMissingError",
+    "DemoReport",
+    "ReplayReport",
+    "default_root",
+    "load_coding_agent",
+    "recorded_system_prompt",
+    "run_demo",
+    "run_replay",
+    "use_structural_digest",
+]
 
-from collections.abc import Sequence
+import importlib
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import attrs
 
-from harness.agent import Agent
-from harness.context import CompactionEvent, RequestContext
+from harness.context import CompactionEvent
+from harness.demo.measure import Comparison, RequestMeasure, RequestMeter, compare
+from harness.errors import HarnessError
 from harness.history import check_invariants
-from harness.markers import hookimpl
 from harness.messages import CanonicalMessage, SystemPromptPart
-from harness.models.replay import ReplayExhausted, ReplayModel
+from harness.plugins import PluginManager
 from harness.session import Session
 from harness.tokens import get_token_counter
 
+DEMO_BUDGET = 8_000
+"""The demo's context window (tokens) given to the stack."""
 
-@attrs.frozen
-class RequestRow:
-    """What one model request looked like after the capabilities ran."""
+DEMO_PROMPT = "Explore this project: what is it made of, and which are its largest modules?"
+"""The task the demo gives the scripted agent."""
 
-    index: int
-    messages: int
-    tokens: int
-    events: tuple[str, ...]
+CODING_AGENT_DISTRIBUTION = "harness-coding-agent"
+
+
+class CodingAgentMissingError(HarnessError):
+    """The example agent (``harness-coding-agent``) is not installed."""
+
+
+def load_coding_agent() -> ModuleType:
+    """Import ``harness_coding_agent``.
+
+    Raises:
+        CodingAgentMissingError: It is not installed; the message says how to install it.
+    """
+    try:
+        return importlib.import_module("harness_coding_agent")
+    except ImportError as exc:
+        raise CodingAgentMissingError(
+            f"this command runs the example agent, which is not installed: pip install "
+            f"{CODING_AGENT_DISTRIBUTION} (in a checkout: uv sync --all-packages)"
+        ) from exc
+
+
+def default_root() -> Path:
+    """The folder the demo explores: the installed ``harness`` package's own source files.
+
+    From a checkout (an editable install) that is ``<repo>/harness``; from a wheel it is
+    ``site-packages/harness``. Either way it is real source code that ships with the
+    command, so the demo works anywhere.
+    """
+    import harness
+
+    return Path(harness.__file__).resolve().parent
+
+
+def use_structural_digest(capabilities: Sequence[object]) -> int:
+    """Make summarizing capabilities write their summaries with their structural digest.
+
+    A summarizing capability without its own ``summarizer`` or ``model`` asks the agent's
+    model for a summary. A replayed or scripted model cannot write one (a replayed model
+    would even hand out a recorded response meant for the agent), so for those runs each
+    such capability (tiers of a tiered capability included) uses its ``digest``.
+
+    Returns:
+        How many capabilities were switched.
+    """
+    switched = 0
+    for capability in capabilities:
+        tiers: Any = getattr(capability, "tiers", ())
+        if isinstance(tiers, list | tuple):
+            switched += use_structural_digest(tiers)  # pyright: ignore[reportUnknownArgumentType]
+        digest = getattr(capability, "digest", None)
+        if (
+            digest is not None
+            and hasattr(capability, "summarizer")
+            and getattr(capability, "summarizer", None) is None
+            and getattr(capability, "model", None) is None
+        ):
+            capability.summarizer = digest  # pyright: ignore[reportAttributeAccessIssue]
+            switched += 1
+    return switched
+
+
+def _manager(meter: RequestMeter) -> PluginManager:
+    manager = PluginManager()
+    manager.register(meter, name="request_meter")
+    return manager
 
 
 @attrs.frozen
 class DemoReport:
-    """Figures of one demo run."""
+    """What ``harness demo`` measured.
 
-    transcript_tokens: int
-    requests: tuple[RequestRow, ...]
-    event_count: int
-    tokens_saved: int
-    invariants_clean: bool
+    Attributes:
+        root: The folder explored.
+        prompt: The task.
+        comparison: Tokens per request with and without the stack.
+        output: The agent's final answer (run with the stack).
+        output_without: The final answer of the run without the stack.
+        tool_calls: Tool calls the agent made (counted in the uncompacted run).
+        invariants_clean: The saved history breaks no invariant.
+        session_path: Where the session was saved.
+        session_roundtrip: The saved session reloads with identical messages.
+    """
+
+    root: Path
+    prompt: str
+    comparison: Comparison
     output: str | None
+    output_without: str | None
+    tool_calls: int
+    invariants_clean: bool
     session_path: Path
     session_roundtrip: bool
 
     @property
-    def peak_tokens(self) -> int:
-        """The largest history sent."""
-        return max((row.tokens for row in self.requests), default=0)
+    def ok(self) -> bool:
+        """Every check passed: within budget, invariants clean, session round trip, same runs."""
+        return (
+            not self.comparison.over_budget
+            and self.invariants_clean
+            and self.session_roundtrip
+            and self.comparison.unpaired == 0
+            and self.output == self.output_without
+        )
 
     def as_json(self) -> dict[str, Any]:
         """A JSON-ready dict of the figures."""
-        data = attrs.asdict(self)
-        data["session_path"] = str(self.session_path)
-        data["peak_tokens"] = self.peak_tokens
-        return data
+        return {
+            "root": str(self.root),
+            "prompt": self.prompt,
+            **self.comparison.as_json(),
+            "output": self.output,
+            "same_answer_without_stack": self.output == self.output_without,
+            "tool_calls": self.tool_calls,
+            "invariants_clean": self.invariants_clean,
+            "session_path": str(self.session_path),
+            "session_roundtrip": self.session_roundtrip,
+            "ok": self.ok,
+        }
 
 
-class _Recorder:
-    """Observer plugin: records each request's size and the compaction events before it."""
+async def run_demo(
+    *,
+    root: Path,
+    capabilities: Sequence[object],
+    budget: int,
+    session_dir: Path,
+    prompt: str = DEMO_PROMPT,
+    on_request: Callable[[RequestMeasure, RequestMeasure | None], None] | None = None,
+    on_event: Callable[[CompactionEvent], None] | None = None,
+) -> DemoReport:
+    """Run the example agent over ``root`` without the stack, then with it, and compare.
 
-    def __init__(self) -> None:
-        self.rows: list[RequestRow] = []
-        self.pending: list[CompactionEvent] = []
-        self.events: list[CompactionEvent] = []
+    Args:
+        root: The folder the agent explores (its tools are confined to it).
+        capabilities: The stack (built for ``budget``).
+        budget: The context window the scripted model reports.
+        session_dir: Where the session of the run with the stack is saved.
+        prompt: The task.
+        on_request: Called after each request of the run with the stack, with its measure
+            and the same request's measure without the stack.
+        on_event: Called with each compaction event as it happens.
 
-    @hookimpl
-    def before_model_request(self, ctx: RequestContext) -> None:
-        described = tuple(f"{e.strategy}: {e.tokens_before:,}→{e.tokens_after:,}" for e in self.pending)
-        self.rows.append(RequestRow(len(self.rows) + 1, len(ctx.messages), ctx.count_tokens(), described))
-        self.pending.clear()
+    Raises:
+        CodingAgentMissingError: The example agent is not installed.
+    """
+    agent_module = load_coding_agent()
+    use_structural_digest(capabilities)
 
-    @hookimpl
-    def on_compaction(self, ctx: RequestContext, event: CompactionEvent) -> None:
-        self.pending.append(event)
-        self.events.append(event)
+    plain_meter = RequestMeter(get_token_counter(agent_module.SCRIPTED_MODEL_NAME))
+    plain_agent = agent_module.build_agent(
+        agent_module.scripted_model(context_window=budget), root=root, plugin_manager=_manager(plain_meter)
+    )
+    plain = await plain_agent.run(prompt, session=Session())
+
+    def forward(measure: RequestMeasure) -> None:
+        if on_request is not None:
+            index = measure.index - 1
+            on_request(measure, plain_meter.requests[index] if index < len(plain_meter.requests) else None)
+
+    meter = RequestMeter(
+        get_token_counter(agent_module.SCRIPTED_MODEL_NAME), on_request=forward, on_event=on_event
+    )
+    model = agent_module.scripted_model(context_window=budget)
+    agent = agent_module.build_agent(model, root=root, stack=capabilities, plugin_manager=_manager(meter))
+    session = Session.create(session_dir, current_model=model.model_name, working_directory=str(root))
+    result = await agent.run(prompt, session=session)
+    path = session.save()
+    reloaded = Session.load(path)
+    calls = sum(len(m.tool_calls) for m in plain.all_messages if m.kind == "response")
+    return DemoReport(
+        root=root,
+        prompt=prompt,
+        comparison=compare(plain_meter.requests, meter.requests, budget=budget),
+        output=result.output,
+        output_without=plain.output,
+        tool_calls=calls,
+        invariants_clean=not check_invariants(session.messages, persisted=True),
+        session_path=path,
+        session_roundtrip=reloaded.messages == session.messages,
+    )
 
 
-def _system_prompt(history: Sequence[CanonicalMessage]) -> str | None:
+# ---------------------------------------------------------------------------- replay
+
+
+def recorded_system_prompt(history: Sequence[CanonicalMessage]) -> str | None:
+    """The system prompt stored in the first message of a recording (the loop strips stored ones)."""
     parts = [p.content for m in history[:1] for p in m.parts if isinstance(p, SystemPromptPart)]
     return "\n\n".join(parts) or None
 
 
-async def run_demo(
-    history: Sequence[CanonicalMessage],
-    capabilities: Sequence[object],
-    *,
-    window: int,
-    session_dir: Path,
-) -> DemoReport:
-    """Replay ``history`` through an agent with ``capabilities`` and save the session.
+@attrs.frozen
+class ReplayReport:
+    """What ``harness replay`` measured.
 
-    Every user prompt of the recording starts a run, in order, in one session.
+    Attributes:
+        comparison: Tokens per request with and without the stack.
+        recorded_responses: Responses in the recording (the requests a full replay makes).
+        invariants_clean: The history replayed with the stack breaks no invariant.
+        events: Compaction events of the run with the stack.
     """
-    model = ReplayModel(history, context_window=window)
-    recorder = _Recorder()
-    agent = Agent(
-        model,
-        tools=ReplayModel.replay_tools(history),
-        capabilities=capabilities,
-        system_prompt=_system_prompt(history),
-        max_iterations=max(1, len(model.responses) + 1),
-    )
-    agent.plugin_manager.register(recorder, name="demo_recorder")
-    session = Session.create(session_dir, current_model=model.model_name)
-    output: str | None = None
-    for prompt in ReplayModel.user_prompts(history):
-        if model.remaining == 0:
-            break
-        try:
-            result = await agent.run(prompt, session=session)
-        except ReplayExhausted:
-            # Recordings may stop mid-turn (e.g. right after a final tool result); the loop
-            # has already written the history back to the session.
-            break
-        output = result.output
-    path = session.save()
-    reloaded = Session.load(path)
-    return DemoReport(
-        transcript_tokens=get_token_counter().count_messages(history),
-        requests=tuple(recorder.rows),
-        event_count=len(recorder.events),
-        tokens_saved=sum(e.tokens_saved for e in recorder.events),
-        invariants_clean=not check_invariants(session.messages, persisted=True),
-        output=output,
-        session_path=path,
-        session_roundtrip=reloaded.messages == session.messages,
+
+    comparison: Comparison
+    recorded_responses: int
+    invariants_clean: bool
+    events: tuple[CompactionEvent, ...]
+
+    @property
+    def ok(self) -> bool:
+        """Within budget, invariants clean, both runs made the same requests."""
+        return not self.comparison.over_budget and self.invariants_clean and self.comparison.unpaired == 0
+
+    def as_json(self) -> dict[str, Any]:
+        """A JSON-ready dict of the figures."""
+        return {
+            **self.comparison.as_json(),
+            "recorded_responses": self.recorded_responses,
+            "invariants_clean": self.invariants_clean,
+            "ok": self.ok,
+        }
+
+
+async def run_replay(
+    history: Sequence[CanonicalMessage],
+    *,
+    capabilities: Sequence[object],
+    budget: int | None,
+    on_request: Callable[[str, RequestMeasure], None] | None = None,
+    on_event: Callable[[CompactionEvent], None] | None = None,
+) -> ReplayReport:
+    """Replay ``history`` without the stack, then with it, and compare every request.
+
+    The recording's own system prompt is sent as the agent's system prompt; every user
+    turn of the recording is one run, in one session.
+
+    Args:
+        history: The recorded conversation.
+        capabilities: The stack (built for ``budget``).
+        budget: The token budget (reported; requests above it are flagged).
+        on_request: Called with ``"without"`` or ``"with"`` and each request's measure.
+        on_event: Called with each compaction event of the run with the stack.
+
+    Raises:
+        ReplayExhausted: The loop asked for more responses than the recording holds.
+    """
+    from harness.models.replay import ReplayModel, replay_history
+
+    use_structural_digest(capabilities)
+    model_name = ReplayModel(history).model_name
+    system_prompt = recorded_system_prompt(history)
+    measures: dict[str, RequestMeter] = {}
+    sessions: dict[str, Session] = {}
+    for label, stack in (("without", ()), ("with", capabilities)):
+
+        def report(measure: RequestMeasure, label: str = label) -> None:
+            if on_request is not None:
+                on_request(label, measure)
+
+        meter = RequestMeter(
+            get_token_counter(model_name),
+            on_request=report,
+            on_event=on_event if label == "with" else None,
+        )
+        session, _ = await replay_history(
+            history,
+            capabilities=stack,
+            system_prompt=system_prompt,
+            plugin_manager=_manager(meter),
+        )
+        measures[label] = meter
+        sessions[label] = session
+    stacked = measures["with"]
+    return ReplayReport(
+        comparison=compare(measures["without"].requests, stacked.requests, budget=budget),
+        recorded_responses=len(ReplayModel(history).responses),
+        invariants_clean=not check_invariants(sessions["with"].messages),
+        events=tuple(stacked.events),
     )

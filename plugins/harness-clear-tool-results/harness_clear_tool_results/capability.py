@@ -153,6 +153,7 @@ class ClearToolResults(Capability):
 
     name: ClassVar[str] = "clear_tool_results"
     runs_before: ClassVar[tuple[str, ...]] = ("summarizing", "sliding_window")
+    default_trigger: ClassVar[Mapping[str, int | float]] = {"max_fraction": 0.6}
 
     max_messages: int | None = None
     max_tokens: int | None = None

@@ -121,6 +121,7 @@ class SlidingWindow(Capability):
     """
 
     name: ClassVar[str] = SOURCE
+    default_trigger: ClassVar[Mapping[str, int | float]] = {"max_fraction": 0.85}
 
     max_messages: int | None = None
     max_tokens: int | None = None

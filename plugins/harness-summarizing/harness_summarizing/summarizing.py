@@ -27,7 +27,7 @@ __all__ = [
 import asyncio
 import inspect
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 from harness.capability import Capability, Trigger
 from harness.context import CompactionEvent, RequestContext
@@ -181,6 +181,7 @@ class SummarizingCompaction(Capability):
     """
 
     name = "summarizing"
+    default_trigger: ClassVar[Mapping[str, int | float]] = {"max_fraction": 0.8}
 
     def __init__(
         self,

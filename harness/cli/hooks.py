@@ -1,0 +1,106 @@
+"""``harness hooks``: every hook specification, how it is called and who implements it."""
+
+from __future__ import annotations
+
+__all__ = ["hook_rows", "hooks"]
+
+import inspect
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, cast
+
+import click
+from rich.table import Table
+
+from harness import hookspecs
+from harness.cli._app import cli, console, escaped
+from harness.markers import PROJECT_NAME
+from harness.plugins import ASYNC_HOOKS, PluginManager
+
+_SPEC_ATTR = f"{PROJECT_NAME}_spec"
+
+
+def _signature(name: str, function: Callable[..., object]) -> str:
+    signature = inspect.signature(function)
+    parameters: list[str] = []
+    for parameter in signature.parameters.values():
+        annotation: object = parameter.annotation
+        text = parameter.name
+        if annotation is not inspect.Parameter.empty:
+            text += f": {annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)}"
+        parameters.append(text)
+    result: object = signature.return_annotation
+    returns = "" if result is inspect.Signature.empty else f" -> {result}"
+    return f"{name}({', '.join(parameters)}){returns}"
+
+
+def hook_rows(manager: PluginManager | None = None) -> list[dict[str, Any]]:
+    """One JSON-ready object per hook specification (``harness hooks --json``).
+
+    Keys: ``name``; ``kind`` (``"firstresult"``, ``"historic"`` or ``"plain"``);
+    ``calling`` (``"awaited by harness"`` for the hooks :class:`~harness.plugins.PluginManager`
+    calls itself, awaiting ``async def`` implementations, or ``"sync (pluggy)"``);
+    ``signature``; ``summary`` (first docstring line); ``implementers`` (names of the
+    installed plugins and capability classes implementing it).
+
+    Args:
+        manager: A manager whose entry points are loaded (default: a new one, loaded).
+    """
+    if manager is None:
+        manager = PluginManager()
+        manager.load_entrypoint_plugins()
+    implementers: dict[str, list[str]] = {}
+    for info in manager.list_plugins():
+        for hook in info.hooks:
+            implementers.setdefault(hook, []).append(info.name)
+    rows: list[dict[str, Any]] = []
+    for name, value in vars(hookspecs).items():
+        options: object = getattr(value, _SPEC_ATTR, None)
+        if not isinstance(options, Mapping) or not callable(value):
+            continue
+        opts = cast("Mapping[str, object]", options)
+        kind = "firstresult" if opts.get("firstresult") else "historic" if opts.get("historic") else "plain"
+        doc = inspect.getdoc(value) or ""
+        rows.append(
+            {
+                "name": name,
+                "kind": kind,
+                "calling": "awaited by harness" if name in ASYNC_HOOKS else "sync (pluggy)",
+                "signature": _signature(name, value),
+                "summary": doc.splitlines()[0] if doc else "",
+                "implementers": implementers.get(name, []),
+            }
+        )
+    return rows
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  harness hooks
+  harness hooks --json | jq '.[] | {name, implementers}'
+"""
+)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of a table.")
+def hooks(as_json: bool) -> None:
+    """List every hook specification with its kind, signature and implementers.
+
+    Kinds: firstresult (the first non-None answer wins), historic (replayed to late
+    registrations) or plain. Hooks "awaited by harness" accept async def
+    implementations; the others are called synchronously through pluggy.
+    """
+    rows = hook_rows()
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    table = Table("hook", "kind", "calling", "signature", "implementers", "summary")
+    for row in rows:
+        table.add_row(
+            row["name"],
+            row["kind"],
+            row["calling"],
+            escaped(row["signature"]),
+            escaped(", ".join(row["implementers"]) or "-"),
+            escaped(row["summary"]),
+        )
+    console().print(table)

@@ -1,0 +1,154 @@
+"""``harness replay``: re-run a recorded transcript with a stack and measure every request."""
+
+from __future__ import annotations
+
+__all__ = ["DEFAULT_REPLAY_BUDGET", "replay"]
+
+import asyncio
+import json
+import sys
+from importlib import resources
+from pathlib import Path
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from harness.cli._app import (
+    EXIT_PROBLEM,
+    cli,
+    console,
+    error_console,
+    escaped,
+    load_history_file,
+    resolve_cli_stack,
+    stack_option,
+)
+from harness.demo.measure import RequestMeasure
+
+DEFAULT_REPLAY_BUDGET = 8_000
+"""Tokens given to the stack when ``--budget`` is not passed."""
+
+
+@cli.command()
+@click.argument("file", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@stack_option
+@click.option(
+    "--budget",
+    type=click.IntRange(min=100),
+    default=DEFAULT_REPLAY_BUDGET,
+    show_default=True,
+    metavar="TOKENS",
+    help="Context window given to the stack; requests above it make the exit status 1.",
+)
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE.png",
+    help="Also write the with/without chart to this PNG (needs the plot extra).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON instead of tables.")
+def replay(
+    file: Path | None,
+    stack: str | None,
+    config: Path | None,
+    stack_name: str | None,
+    budget: int,
+    plot: Path | None,
+    as_json: bool,
+) -> None:
+    """Re-run a recorded transcript through the agent loop with a stack, offline.
+
+    FILE is a message history (harness's wire format, which is pydantic-ai's JSON dump)
+    or a saved session; without it the transcript embedded for the demo is replayed.
+    The model answers with the recorded responses and the tools with the recorded
+    results, while the stack edits the history as it would live. The transcript is
+    replayed twice, without and with the stack, and every model request is reported
+    with the tokens sent each way. The recording's system prompt is sent as the agent's.
+
+    Exit status: 0 when every request stayed within --budget and the history kept its
+    invariants; 1 otherwise; 2 on a usage error or an unreadable file.
+
+    \b
+    Examples:
+      harness replay session.json
+      harness replay session.json --budget 32000 --plot tokens.png
+      harness replay session.json --stack "dedupe_file_reads clear_tool_results:keep_pairs=3,max_fraction=0.8"
+      harness replay --json
+    """  # noqa: D301 - click needs the \b marker
+    from harness.config import format_stack
+    from harness.demo.chart import (
+        comparison_table,
+        require_matplotlib,
+        summary_line,
+        terminal_chart,
+        write_png,
+    )
+    from harness.demo.runner import run_replay
+    from harness.models.replay import ReplayModel
+    from harness.stacks import default_stack_spec
+
+    if plot is not None:
+        require_matplotlib()
+    if file is None:
+        from harness.wire import load_messages
+
+        label = "the embedded demo transcript"
+        history = load_messages(resources.files("harness.demo").joinpath("transcript.json").read_bytes())
+    else:
+        label = str(file)
+        history = load_history_file(file)
+    capabilities, entries = resolve_cli_stack(
+        stack, config, stack_name, default=default_stack_spec(), context_window=budget
+    )
+    out = console()
+    responses = len(ReplayModel(history).responses)
+    if not as_json:
+        out.print(
+            f"[bold]harness replay[/bold]: {escaped(label)} ({len(history)} messages, {responses} recorded "
+            f"responses), budget {budget:,} tokens"
+        )
+        out.print(f"stack (experimental plugins): {escaped(format_stack(entries) or '(none)')}")
+
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=error_console(),
+        transient=True,
+        disable=as_json or not sys.stderr.isatty(),
+    )
+
+    with progress:
+        task = progress.add_task("replaying without the stack", total=2 * max(responses, 1))
+
+        def on_request(label: str, measure: RequestMeasure) -> None:
+            if label == "with":
+                progress.update(task, description="replaying with the stack")
+            progress.advance(task)
+
+        report = asyncio.run(
+            run_replay(history, capabilities=capabilities, budget=budget, on_request=on_request)
+        )
+    if plot is not None:
+        write_png(report.comparison, plot, title=Path(label).name if file is not None else "harness replay")
+    if as_json:
+        data = report.as_json()
+        data["file"] = str(file) if file is not None else None
+        data["stack"] = format_stack(entries)
+        data["plot"] = str(plot) if plot is not None else None
+        click.echo(json.dumps(data, indent=2))
+    else:
+        out.print(comparison_table(report.comparison))
+        out.print(terminal_chart(report.comparison))
+        out.print(summary_line(report.comparison))
+        out.print(f"invariants: {'clean' if report.invariants_clean else 'BROKEN'}")
+        if report.comparison.unpaired:
+            out.print(
+                f"[red]the runs differ:[/red] {report.comparison.unpaired} requests were made by one run only"
+            )
+        if plot is not None:
+            out.print(f"chart written to {escaped(plot)}")
+    if not report.ok:
+        sys.exit(EXIT_PROBLEM)
