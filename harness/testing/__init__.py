@@ -1,14 +1,69 @@
-"""Helpers for testing harness plugins: corpus discovery (and, in ``strategies``, hypothesis).
+"""The plugin author's kit: fixtures, builders, scripted models, assertions and checks.
 
-``harness.testing.strategies`` needs the ``testing`` extra (``hypothesis``).
+Everything here works without pytest. Installing ``harness-loop[testing]`` also makes the
+pytest fixtures of :mod:`harness.testing.pytest_plugin` available in every test
+(``harness_plugin_manager``, ``harness_register``, ``harness_hook_recorder``,
+``harness_scripted_model``, ``harness_history``, ``harness_context``); disable them with
+``pytest -p no:harness``.
+
+* :class:`HistoryBuilder`: histories with parallel calls, retries and thinking in a few lines.
+* :func:`scripted_model` / :func:`tool_call`: a model that plays a list of responses.
+* :class:`HookRecorder`: every hook call a :class:`~harness.plugins.PluginManager` makes.
+* :func:`assert_invariants`, :func:`assert_no_split_tool_pairs`, :func:`assert_request_kept`,
+  :func:`assert_user_prompts_kept`: assertions about what a transformation did.
+* :func:`check_plugin` / :func:`assert_plugin_valid`: a plugin against the hook
+  specifications and the ordering rules.
+* :func:`check_capability_invariants`: a ready-made hypothesis property test.
+* :func:`corpus_dir` / :func:`corpus_files`: the transcript corpus, when present.
+
+``harness.testing.strategies`` (hypothesis strategies) and
+:func:`check_capability_invariants` need the ``testing`` extra (``hypothesis``).
 """
 
 from __future__ import annotations
 
-__all__ = ["corpus_dir", "corpus_files"]
+__all__ = [
+    "KNOWN_CAPABILITY_NAMES",
+    "HistoryBuildError",
+    "HistoryBuilder",
+    "HookCall",
+    "HookRecorder",
+    "Problem",
+    "Registrar",
+    "ScriptError",
+    "ScriptedCall",
+    "assert_history_unchanged",
+    "assert_invariants",
+    "assert_no_split_tool_pairs",
+    "assert_plugin_valid",
+    "assert_request_kept",
+    "assert_transformation_safe",
+    "assert_user_prompts_kept",
+    "check_capability_invariants",
+    "check_plugin",
+    "corpus_dir",
+    "corpus_files",
+    "make_context",
+    "scripted_model",
+    "tool_call",
+]
 
 import os
 from pathlib import Path
+
+from harness.testing.assertions import (
+    assert_history_unchanged,
+    assert_invariants,
+    assert_no_split_tool_pairs,
+    assert_request_kept,
+    assert_transformation_safe,
+    assert_user_prompts_kept,
+)
+from harness.testing.builders import HistoryBuilder, HistoryBuildError, make_context
+from harness.testing.checks import KNOWN_CAPABILITY_NAMES, Problem, assert_plugin_valid, check_plugin
+from harness.testing.models import ScriptedCall, ScriptError, scripted_model, tool_call
+from harness.testing.properties import check_capability_invariants
+from harness.testing.recording import HookCall, HookRecorder, Registrar
 
 
 def corpus_dir() -> Path | None:
