@@ -17,6 +17,7 @@ failed to load unless ``force=True``.
 from __future__ import annotations
 
 __all__ = [
+    "SESSION_DIR_ENV",
     "SESSION_KEYS",
     "SESSION_VERSION",
     "RuntimeState",
@@ -103,8 +104,20 @@ def _backup_path(path: Path) -> Path:
     return path.with_name(path.name + ".bak")
 
 
+SESSION_DIR_ENV = "HARNESS_SESSION_DIR"
+"""Environment variable naming the session folder; it wins over the XDG default."""
+
+
 def default_session_dir() -> Path:
-    """``$XDG_DATA_HOME/harness/sessions`` (``~/.local/share/harness/sessions`` by default)."""
+    """Where sessions live: ``$HARNESS_SESSION_DIR``, else ``$XDG_DATA_HOME/harness/sessions``.
+
+    Without either variable: ``~/.local/share/harness/sessions``. Every reader and writer
+    (``Session.save``, ``list_sessions``, the ``harness run`` and ``harness sessions``
+    commands) uses this, so they always agree.
+    """
+    configured = os.environ.get(SESSION_DIR_ENV)
+    if configured:
+        return Path(configured)
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "harness" / "sessions"
 

@@ -331,6 +331,7 @@ def test_version_1_tunacode_file_is_migrated(tmp_path: Path) -> None:
 
 
 def test_default_dir_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("HARNESS_SESSION_DIR", raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     assert default_session_dir() == tmp_path / "xdg" / "harness" / "sessions"
     session = Session()
@@ -339,6 +340,15 @@ def test_default_dir_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     assert path.name == f"{session.project_id}_{session.session_id}.json"
     monkeypatch.delenv("XDG_DATA_HOME")
     assert default_session_dir() == Path.home() / ".local" / "share" / "harness" / "sessions"
+
+
+def test_harness_session_dir_wins_over_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("HARNESS_SESSION_DIR", str(tmp_path / "mine"))
+    assert default_session_dir() == tmp_path / "mine"
+    path = Session().save()
+    assert path.parent == tmp_path / "mine"
+    assert [info.path for info in list_sessions().sessions] == [path]
 
 
 def test_project_id_uses_git_top_level(tmp_path: Path) -> None:

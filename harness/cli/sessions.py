@@ -25,7 +25,8 @@ Examples:
     "directory",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Session folder (default: $XDG_DATA_HOME/harness/sessions).",
+    envvar="HARNESS_SESSION_DIR",
+    help="Session folder (default: $XDG_DATA_HOME/harness/sessions; env HARNESS_SESSION_DIR).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: the sessions and the unreadable files.")
 def sessions(directory: Path | None, as_json: bool) -> None:
