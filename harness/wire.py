@@ -55,6 +55,10 @@ Writing:
 * pydantic-ai requires ``tool_name`` on a tool return; a
   :class:`~harness.messages.ToolReturnPart` without one (allowed by the contract's
   minimal form) is written without the key, which pydantic-ai refuses.
+* pydantic-ai 2.x loads such a file but drops what it has no field for: ``metadata`` on
+  user-prompt, text, thinking and tool-call parts (where harness keeps its marks), and it
+  reads ``retry-prompt`` parts as other kinds. To hand a history to pydantic-ai code
+  without losing those, use :mod:`harness.interop.pydantic_ai`, which keeps them aside.
 * ``usage`` is always written in pydantic-ai's shape: ``input_tokens``,
   ``output_tokens``, ``cache_read_tokens``, ``cache_write_tokens`` plus its extra keys.
 * The output is compact JSON (no spaces) with non-ASCII characters written as ``\u``
