@@ -63,6 +63,7 @@ from harness.messages import (
 from harness.models import ModelSettings, ToolDefinition
 from harness.models._mapping import ImageBase64, ImageUrl, UserItem, split_request, system_text
 from harness.models._retry import ProviderErrors, RetryPolicy, send_with_retries
+from harness.models._sdk import SDKClientOwner, apply_extra_settings, call_options
 from harness.models.resolve import context_window_for
 
 DEFAULT_MAX_TOKENS = 4096
@@ -298,7 +299,7 @@ def from_anthropic_message(data: Mapping[str, Any], *, model_name: str) -> Canon
     )
 
 
-class AnthropicModel:
+class AnthropicModel(SDKClientOwner[anthropic.AsyncAnthropic]):
     """A Claude model through the Messages API.
 
     The SDK client is created on the first request (``max_retries=0``: harness's
@@ -403,9 +404,7 @@ class AnthropicModel:
                     break
         if settings.temperature is not None:
             body["temperature"] = settings.temperature
-        for key, value in settings.extra.items():
-            if key not in ("extra_headers", "extra_query"):
-                body[key] = value
+        apply_extra_settings(body, settings)
         return body
 
     async def request(
@@ -425,9 +424,7 @@ class AnthropicModel:
         model = body.pop("model")
         max_tokens = body.pop("max_tokens")
         sent_messages = body.pop("messages")
-        timeout = settings.timeout if settings.timeout is not None else self.timeout
-        headers: Any = settings.extra.get("extra_headers")
-        query: Any = settings.extra.get("extra_query")
+        options = call_options(settings, self.timeout)
 
         async def send() -> dict[str, Any]:
             result = await client.messages.create(
@@ -435,9 +432,9 @@ class AnthropicModel:
                 max_tokens=max_tokens,
                 messages=sent_messages,
                 extra_body=body,
-                extra_headers=headers,
-                extra_query=query,
-                timeout=timeout,
+                extra_headers=options.extra_headers,
+                extra_query=options.extra_query,
+                timeout=options.timeout,
             )
             return result.to_dict()
 
@@ -455,15 +452,3 @@ class AnthropicModel:
                 model_name=self._model_name,
             ) from exc
         return from_anthropic_message(data, model_name=self._model_name)
-
-    async def aclose(self) -> None:
-        """Close the SDK client if this model created it."""
-        if self._client is not None and self._owns_client:
-            await self._client.close()
-            self._client = None
-
-    async def __aenter__(self) -> AnthropicModel:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()

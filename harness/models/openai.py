@@ -68,6 +68,7 @@ from harness.models._mapping import (
     system_text,
 )
 from harness.models._retry import ProviderErrors, RetryPolicy, send_with_retries
+from harness.models._sdk import SDKClientOwner, apply_extra_settings, call_options
 from harness.models.resolve import context_window_for
 
 _ERRORS = ProviderErrors(
@@ -294,7 +295,7 @@ def from_openai_completion(
     )
 
 
-class OpenAIModel:
+class OpenAIModel(SDKClientOwner[openai.AsyncOpenAI]):
     """A Chat Completions model: OpenAI, or any OpenAI-compatible server via ``base_url``.
 
     The SDK client is created on the first request (``max_retries=0``: harness's
@@ -401,9 +402,7 @@ class OpenAIModel:
             body[self.max_tokens_field] = settings.max_tokens
         if settings.temperature is not None:
             body["temperature"] = settings.temperature
-        for key, value in settings.extra.items():
-            if key not in ("extra_headers", "extra_query"):
-                body[key] = value
+        apply_extra_settings(body, settings)
         return body
 
     async def request(
@@ -422,18 +421,16 @@ class OpenAIModel:
         client = self._get_client()
         model = body.pop("model")
         sent_messages = body.pop("messages")
-        timeout = settings.timeout if settings.timeout is not None else self.timeout
-        headers: Any = settings.extra.get("extra_headers")
-        query: Any = settings.extra.get("extra_query")
+        options = call_options(settings, self.timeout)
 
         async def send() -> dict[str, Any]:
             result = await client.chat.completions.create(
                 model=model,
                 messages=sent_messages,
                 extra_body=body,
-                extra_headers=headers,
-                extra_query=query,
-                timeout=timeout,
+                extra_headers=options.extra_headers,
+                extra_query=options.extra_query,
+                timeout=options.timeout,
             )
             return result.to_dict()
 
@@ -441,15 +438,3 @@ class OpenAIModel:
             send, errors=self._errors, policy=self.retry, model_name=self._model_name
         )
         return from_openai_completion(data, model_name=self._model_name, provider_name=self.provider_name)
-
-    async def aclose(self) -> None:
-        """Close the SDK client if this model created it."""
-        if self._client is not None and self._owns_client:
-            await self._client.close()
-            self._client = None
-
-    async def __aenter__(self) -> OpenAIModel:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
