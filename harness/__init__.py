@@ -14,6 +14,7 @@ from harness.errors import (
     ModelError,
     PluginLoadError,
     WireFormatError,
+    is_experimental,
     warn_experimental,
 )
 from harness.markers import hookimpl, hookspec
@@ -85,6 +86,7 @@ __all__ = [
     "get_token_counter",
     "hookimpl",
     "hookspec",
+    "is_experimental",
     "harness_mark",
     "latest_assistant_text",
     "load_messages",

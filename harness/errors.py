@@ -24,6 +24,7 @@ __all__ = [
     "PluginLoadError",
     "ProviderNotInstalledError",
     "WireFormatError",
+    "is_experimental",
     "warn_experimental",
 ]
 
@@ -103,14 +104,20 @@ class HarnessExperimentalWarning(HarnessWarning):
     """
 
 
+_EXPERIMENTAL_FEATURES: set[str] = set()
+
+
 def warn_experimental(feature: str) -> None:
-    """Emit the experimental-feature warning for ``feature``.
+    """Declare ``feature`` experimental and emit the experimental-feature warning for it.
 
     Call it at module import time; Python's module cache makes it fire once per process.
+    The declaration is recorded whatever the warning filters say, so tools can tell which
+    imported plugins are experimental (:func:`is_experimental`).
 
     Args:
         feature: Import name of the experimental feature, e.g. ``"harness_sliding_window"``.
     """
+    _EXPERIMENTAL_FEATURES.add(feature)
     warnings.warn(
         f"{feature} is experimental: its API may change or be removed in any release without a "
         "deprecation period. Silence all experimental warnings with "
@@ -118,6 +125,18 @@ def warn_experimental(feature: str) -> None:
         HarnessExperimentalWarning,
         stacklevel=3,
     )
+
+
+def is_experimental(module_name: str) -> bool:
+    """Whether an imported module, or a package it belongs to, declared itself experimental.
+
+    Args:
+        module_name: A dotted module name, e.g. ``"harness_tiered.tiered"``; the answer is
+            ``True`` when it or any parent package called :func:`warn_experimental` with
+            its own name.
+    """
+    parts = module_name.split(".")
+    return any(".".join(parts[:end]) in _EXPERIMENTAL_FEATURES for end in range(1, len(parts) + 1))
 
 
 class ModelError(HarnessError):

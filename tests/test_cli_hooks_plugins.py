@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import inspect as pyinspect
 import json
 
@@ -11,9 +12,8 @@ from click.testing import CliRunner
 
 from harness import hookspecs
 from harness.cli import cli
-from harness.cli.plugins_cmd import experimental_module
 from harness.context import CompactionEvent, RequestContext
-from harness.errors import CapabilityError
+from harness.errors import CapabilityError, is_experimental, warn_experimental
 from harness.markers import PROJECT_NAME, hookimpl
 from harness.messages import CanonicalMessage, TextPart
 from harness.plugins import ASYNC_HOOKS, TRACE_ENV, PluginManager
@@ -84,12 +84,23 @@ def test_plugins_honours_the_environment_filters(runner: CliRunner) -> None:
     )
 
 
-def test_experimental_is_read_from_the_package_source() -> None:
-    assert experimental_module("harness_tiered.tiered")  # the package __init__ calls warn_experimental
-    assert experimental_module("harness_sliding_window")
-    assert not experimental_module("harness.config")  # core modules are not experimental
-    assert not experimental_module("json")
-    assert not experimental_module("no_such_module_anywhere")
+def test_experimental_is_what_the_package_declared() -> None:
+    importlib.import_module("harness_tiered")  # each calls warn_experimental when imported
+    importlib.import_module("harness_sliding_window")
+    assert is_experimental("harness_tiered.tiered")  # a module of a declared package
+    assert is_experimental("harness_sliding_window")
+    assert not is_experimental("harness.config")  # core modules are not experimental
+    assert not is_experimental("json")
+    assert not is_experimental("harness_tiered_extra")  # a name prefix is not a package
+
+
+def test_the_declaration_is_recorded_even_when_the_warning_is_silenced() -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warn_experimental("my_silenced_plugin")
+    assert is_experimental("my_silenced_plugin.capability")
 
 
 # --------------------------------------------------------------------------------------

@@ -2,63 +2,17 @@
 
 from __future__ import annotations
 
-__all__ = ["experimental_module", "plugin_rows", "plugins"]
+__all__ = ["plugin_rows", "plugins"]
 
-import ast
-import functools
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import click
 from rich.table import Table
 
 from harness.cli._app import cli, console, escaped
+from harness.errors import is_experimental
 from harness.plugins import PluginManager
-
-
-def _calls_warn_experimental(tree: ast.Module) -> bool:
-    """Whether module-level code (not a function or class body) calls ``warn_experimental``."""
-    definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    for statement in tree.body:
-        if isinstance(statement, definitions):
-            continue
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Call):
-                function = node.func
-                name = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", None)
-                if name == "warn_experimental":
-                    return True
-    return False
-
-
-@functools.cache
-def experimental_module(module_name: str) -> bool:
-    """Whether the module, or the top-level package it belongs to, calls ``warn_experimental``.
-
-    Harness plugins declare themselves experimental by calling
-    :func:`harness.warn_experimental` when imported; there is no other flag. The warning
-    fires once per process, so instead of catching it this reads the source of the
-    (already imported) module and of its top-level package and looks for the call; that
-    works however often and in whatever order the plugins were imported.
-
-    Args:
-        module_name: A dotted module name, e.g. ``"harness_tiered.tiered"``.
-    """
-    names = {module_name, module_name.split(".", 1)[0]}
-    for name in sorted(names):
-        module = sys.modules.get(name)
-        file: object = getattr(module, "__file__", None)
-        if not isinstance(file, str) or not file.endswith(".py"):
-            continue
-        try:
-            tree = ast.parse(Path(file).read_text(encoding="utf-8"))
-        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
-            continue
-        if _calls_warn_experimental(tree):
-            return True
-    return False
 
 
 def plugin_rows(manager: PluginManager | None = None) -> list[dict[str, Any]]:
@@ -67,7 +21,8 @@ def plugin_rows(manager: PluginManager | None = None) -> list[dict[str, Any]]:
     Keys: ``name``, ``distribution``, ``version``, ``kind`` (``"capability"`` for a
     capability class published through an entry point, ``"plugin"`` for a registered
     plugin object or module), ``hooks`` (implemented hooks, sorted), ``experimental``
-    (see :func:`experimental_module`) and ``entry_point`` (``module:attribute``).
+    (the module or its package called
+    :func:`harness.warn_experimental` when loaded) and ``entry_point`` (``module:attribute``).
 
     Args:
         manager: A manager whose entry points are loaded (default: a new one, loaded).
@@ -85,7 +40,7 @@ def plugin_rows(manager: PluginManager | None = None) -> list[dict[str, Any]]:
                 "version": info.version,
                 "kind": "plugin" if info.kind == "plugin" else "capability",
                 "hooks": list(info.hooks),
-                "experimental": bool(module) and experimental_module(module),
+                "experimental": bool(module) and is_experimental(module),
                 "entry_point": info.entry_point,
             }
         )
