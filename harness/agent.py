@@ -21,7 +21,7 @@ from typing import Any, TypeAlias
 import attrs
 
 from harness.loop import RequestOrchestrator
-from harness.messages import CanonicalMessage, Usage
+from harness.messages import CanonicalMessage, Usage, history_repr
 from harness.models import Model, ModelSettings, ToolDefinition
 from harness.models.resolve import resolve_model
 from harness.plugins import PluginManager
@@ -47,8 +47,8 @@ class RunResult:
     """
 
     output: str | None
-    new_messages: list[CanonicalMessage]
-    all_messages: list[CanonicalMessage]
+    new_messages: list[CanonicalMessage] = attrs.field(repr=history_repr)
+    all_messages: list[CanonicalMessage] = attrs.field(repr=history_repr)
     usage: Usage
     request_id: str
     session: Session

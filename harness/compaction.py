@@ -21,7 +21,7 @@ import attrs
 from harness.context import CompactionEvent, RequestContext
 from harness.errors import HarnessError
 from harness.markers import hookimpl
-from harness.messages import CanonicalMessage, Part
+from harness.messages import CanonicalMessage, Part, history_repr
 from harness.plugins import PluginManager
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ class CompactionResult:
         tokens_after: Exact token count of ``messages``.
     """
 
-    messages: list[CanonicalMessage]
+    messages: list[CanonicalMessage] = attrs.field(repr=history_repr)
     events: tuple[CompactionEvent, ...]
     request_scoped: tuple[Part, ...]
     tokens_before: int

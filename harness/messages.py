@@ -32,6 +32,7 @@ __all__ = [
     "Usage",
     "UserPromptPart",
     "harness_mark",
+    "history_repr",
     "marked_metadata",
     "latest_assistant_text",
     "message_text",
@@ -393,6 +394,16 @@ class CanonicalMessage:
     def replace(self, **changes: Any) -> CanonicalMessage:
         """Return a copy with ``changes`` applied (the original is unchanged)."""
         return evolve(self, **changes)
+
+
+def history_repr(messages: Sequence[CanonicalMessage]) -> str:
+    """A short stand-in for a history in ``repr``: ``<N messages>``.
+
+    Results and sessions hold whole histories; printing them, or CPython computing their
+    ``repr`` behind the scenes (``asyncio.run`` formats its finished task on 3.11), must
+    not cost time proportional to the history.
+    """
+    return f"<{len(messages)} messages>"
 
 
 def message_text(message: CanonicalMessage) -> str:

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from harness.errors import HarnessError, WireFormatError
-from harness.messages import CanonicalMessage, Usage
+from harness.messages import CanonicalMessage, Usage, history_repr
 from harness.registry import ToolCallRegistry
 
 if TYPE_CHECKING:
@@ -214,7 +214,7 @@ class Session:
     total_tokens: int = 0
     usage: Usage = attrs.field(factory=Usage)
     thoughts: list[str] = attrs.field(factory=list[str])
-    messages: list[CanonicalMessage] = attrs.field(factory=list[CanonicalMessage])
+    messages: list[CanonicalMessage] = attrs.field(factory=list[CanonicalMessage], repr=history_repr)
     runtime: RuntimeState = attrs.field(factory=RuntimeState)
     path: Path | None = None
 

@@ -278,3 +278,26 @@ def test_property_forced_stack_keeps_history_valid(messages: list[CanonicalMessa
     assert result.messages == messages[len(messages) - len(result.messages) :]  # a suffix
     assert len(result.request_scoped) == 1
     assert len(result.events) == (1 if len(result.messages) < len(messages) else 0)
+
+
+def test_results_and_sessions_repr_without_their_histories() -> None:
+    # CPython 3.11's asyncio.run formats its finished task, result included, when it
+    # restores the SIGINT handler: a repr proportional to the history made every
+    # compact_sync / run_sync pay for printing 10,000 messages.
+    from harness import Agent, Session
+    from harness.models.function import FunctionModel
+
+    long_history = [
+        CanonicalMessage.user(f"message {i} " * 20)
+        if i % 2 == 0
+        else CanonicalMessage.response(TextPart(f"answer {i} " * 20))
+        for i in range(2_000)
+    ]
+    result = compact_sync(long_history, [])
+    assert "<2000 messages>" in repr(result)
+    assert len(repr(result)) < 300
+    session = Session(messages=list(long_history))
+    run = Agent(FunctionModel(lambda messages, info: "done")).run_sync("go", session=session)
+    assert len(run.all_messages) == 2_002
+    assert "all_messages=<2002 messages>" in repr(run)
+    assert len(repr(run)) < 1_500
