@@ -41,10 +41,17 @@ def _plugin(module: str, name: str) -> Any | None:
 
 
 def _summarizer_model() -> Any:
+    from harness.messages import TextPart, Usage
     from harness.models.function import FunctionModel
 
-    def summarize(_messages: list[CanonicalMessage], _info: object) -> str:
-        return "Summary: the user is reading modules one by one."
+    # A real provider reports usage. Without it FunctionModel would tokenize the whole
+    # summarizer prompt (1.4 MB at 10,000 messages, ~100 ms) to estimate usage, and the
+    # case would measure the test model's tokenizer instead of the capability.
+    def summarize(_messages: list[CanonicalMessage], _info: object) -> CanonicalMessage:
+        return CanonicalMessage.response(
+            TextPart("Summary: the user is reading modules one by one."),
+            usage=Usage(request_tokens=1, response_tokens=1),
+        )
 
     return FunctionModel(summarize)
 

@@ -34,7 +34,7 @@ from pydantic_ai.messages import (  # noqa: E402
 from pydantic_ai.models import ModelRequestContext, ModelRequestParameters  # noqa: E402
 from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 from pydantic_ai.models.test import TestModel  # noqa: E402
-from pydantic_ai.usage import RunUsage  # noqa: E402
+from pydantic_ai.usage import RequestUsage, RunUsage  # noqa: E402
 from pydantic_ai_harness.compaction import (  # noqa: E402
     ClearToolResults,
     DeduplicateFileReads,
@@ -64,7 +64,12 @@ def build(n: int) -> list[ModelMessage]:
 
 
 def _summary(_messages: list[ModelMessage], _info: AgentInfo) -> ModelResponse:
-    return ModelResponse(parts=[TextPart("Summary: the user is reading modules one by one.")])
+    # Usage given, as a real provider reports it (and as the harness side does), so
+    # neither side measures its test model's usage estimate.
+    return ModelResponse(
+        parts=[TextPart("Summary: the user is reading modules one by one.")],
+        usage=RequestUsage(input_tokens=1, output_tokens=1),
+    )
 
 
 def file_key(call: ToolCallPart) -> str | None:
