@@ -140,3 +140,15 @@ def test_replay_the_smallest_corpus_transcript(runner: CliRunner) -> None:
     report = json.loads(result.output)
     assert report["unpaired_requests"] == 0
     assert len(report["requests"]) == report["recorded_responses"]
+
+
+def test_replay_progress_bar_is_drawn_on_stderr_when_asked(runner: CliRunner, recording: Path) -> None:
+    shown = runner.invoke(cli, ["replay", str(recording), "--progress"])
+    assert shown.exit_code == 0, shown.output
+    assert "replaying with the stack" in shown.stderr
+    assert "replaying" not in shown.stdout  # the figures stay clean for a pipe
+    hidden = runner.invoke(cli, ["replay", str(recording), "--no-progress"])
+    assert hidden.exit_code == 0, hidden.output
+    assert "replaying" not in hidden.stderr
+    # Not a terminal and no flag: no bar (CliRunner's stderr is not a terminal).
+    assert "replaying" not in runner.invoke(cli, ["replay", str(recording)]).stderr

@@ -73,9 +73,15 @@ def console() -> Console:
     return Console() if sys.stdout.isatty() else Console(width=200, soft_wrap=True)
 
 
-def error_console() -> Console:
-    """A stderr console, for progress, warnings and errors."""
-    return Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=200, soft_wrap=True)
+def error_console(*, force_terminal: bool = False) -> Console:
+    """A stderr console, for progress, warnings and errors.
+
+    Args:
+        force_terminal: Draw live displays (a progress bar) even when stderr is not a terminal.
+    """
+    if sys.stderr.isatty() or force_terminal:
+        return Console(stderr=True, force_terminal=force_terminal or None)
+    return Console(stderr=True, width=200, soft_wrap=True)
 
 
 class HarnessCliError(click.ClickException):

@@ -47,6 +47,11 @@ DEFAULT_REPLAY_BUDGET = 8_000
     metavar="FILE.png",
     help="Also write the with/without chart to this PNG (needs the plot extra).",
 )
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Show a progress bar on stderr (default: when stderr is a terminal and not --json).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON instead of tables.")
 def replay(
     file: Path | None,
@@ -55,6 +60,7 @@ def replay(
     stack_name: str | None,
     budget: int,
     plot: Path | None,
+    progress: bool | None,
     as_json: bool,
 ) -> None:
     """Re-run a recorded transcript through the agent loop with a stack, offline.
@@ -110,23 +116,24 @@ def replay(
         )
         out.print(f"stack (experimental plugins): {escaped(format_stack(entries) or '(none)')}")
 
-    progress = Progress(
+    show_progress = progress if progress is not None else (not as_json and sys.stderr.isatty())
+    bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=error_console(),
+        console=error_console(force_terminal=show_progress),
         transient=True,
-        disable=as_json or not sys.stderr.isatty(),
+        disable=not show_progress,
     )
 
-    with progress:
-        task = progress.add_task("replaying without the stack", total=2 * max(responses, 1))
+    with bar:
+        task = bar.add_task("replaying without the stack", total=2 * max(responses, 1))
 
         def on_request(label: str, measure: RequestMeasure) -> None:
             if label == "with":
-                progress.update(task, description="replaying with the stack")
-            progress.advance(task)
+                bar.update(task, description="replaying with the stack")
+            bar.advance(task)
 
         report = asyncio.run(
             run_replay(history, capabilities=capabilities, budget=budget, on_request=on_request)
