@@ -19,12 +19,15 @@ from harness import (
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
+    harness_mark,
     hookimpl,
+    with_harness_mark,
 )
 from harness.agent import Agent
 from harness.compaction import compact
 from harness.context import CompactionEvent, RequestContext
 from harness.history import check_invariants, safe_cutoff
+from harness.messages import replace
 from harness.models import ModelSettings
 from harness.models.function import ModelResponseError
 from harness.plugins import ENTRY_POINT_GROUP, PluginManager
@@ -37,6 +40,7 @@ from harness.testing import (
     ScriptError,
     assert_history_unchanged,
     assert_invariants,
+    assert_memo_matches_fresh,
     assert_no_split_tool_pairs,
     assert_plugin_valid,
     assert_request_kept,
@@ -44,6 +48,7 @@ from harness.testing import (
     assert_user_prompts_kept,
     check_capability_invariants,
     check_plugin,
+    clearable_returns,
     make_context,
     scripted_model,
     tool_call,
@@ -781,3 +786,88 @@ def test_compact_runs_with_a_registered_stack_and_recorder(harness_plugin_manage
     result = asyncio.run(compact(long_history(), None, plugin_manager=harness_plugin_manager, force=True))
     assert len(result.messages) < len(long_history())
     assert recorder.hooks() == ["before_model_request", "on_compaction"]
+
+
+# --------------------------------------------------------------------------------------
+# assert_memo_matches_fresh
+# --------------------------------------------------------------------------------------
+
+
+class _ClearOlderReturns(Capability):
+    """Clears every unmarked tool return before the newest message; ``once`` remembers too much."""
+
+    name: ClassVar[str] = "clear_older_returns"
+
+    def __init__(self, *, once: bool = False) -> None:
+        self.once = once
+        self.done = False
+
+    @hookimpl
+    async def before_model_request(self, ctx: RequestContext) -> None:
+        if self.once and self.done:
+            return  # a memo that never notices new returns
+        self.done = True
+        await self.compact(ctx)
+
+    async def compact(self, ctx: RequestContext, *, reason: str = "forced") -> None:
+        spots = clearable_returns(ctx.messages)
+        if not spots:
+            return
+        messages = list(ctx.messages)
+        ids: list[str] = []
+        for mi, pi in spots:
+            parts = list(messages[mi].parts)
+            part = parts[pi]
+            assert isinstance(part, ToolReturnPart)
+            parts[pi] = with_harness_mark(replace(part, content="[gone]"), cleared="older")
+            messages[mi] = messages[mi].replace(parts=tuple(parts))
+            ids.append(part.tool_call_id)
+        ctx.replace_messages(messages, strategy=self.name, reason=reason, cleared_tool_call_ids=ids)
+
+
+def _three_steps() -> list[CanonicalMessage]:
+    builder = HistoryBuilder().user("task")
+    for step in range(3):
+        builder.call("read_file", {"path": f"f{step}.py"}, result=f"body {step}")
+    return builder.build()
+
+
+def test_memo_matches_fresh_passes_a_capability_without_memo() -> None:
+    cap = _ClearOlderReturns()
+    assert_memo_matches_fresh(cap, _three_steps(), fresh=_ClearOlderReturns)
+    assert_memo_matches_fresh(cap, _three_steps(), fresh=_ClearOlderReturns, interfere=lambda h: None)
+
+
+def test_memo_matches_fresh_catches_a_stale_memo() -> None:
+    with pytest.raises(AssertionError, match=r"request at messages\[\d+\]: the remembered run edited"):
+        assert_memo_matches_fresh(_ClearOlderReturns(once=True), _three_steps(), fresh=_ClearOlderReturns)
+
+
+def test_memo_matches_fresh_applies_the_interfering_clear_to_both_copies() -> None:
+    seen: list[list[tuple[int, int]]] = []
+
+    def interfere(history: list[CanonicalMessage]) -> tuple[int, int] | None:
+        spots = clearable_returns(history)
+        seen.append(spots)
+        return spots[0] if spots else None
+
+    assert_memo_matches_fresh(
+        _ClearOlderReturns(), _three_steps(), fresh=_ClearOlderReturns, interfere=interfere
+    )
+    assert any(seen), "some request had a return to clear"
+    marks = [harness_mark(p) for p in _three_steps()[2].parts]
+    assert marks == [None]  # the input history itself is never edited
+
+
+def test_clearable_returns_skips_marked_returns_and_the_newest_message() -> None:
+    history = _three_steps()
+    spots = clearable_returns(history)
+    assert spots
+    assert all(mi < len(history) - 1 for mi, _ in spots)
+    mi, pi = spots[0]
+    parts = list(history[mi].parts)
+    part = parts[pi]
+    assert isinstance(part, ToolReturnPart)
+    parts[pi] = with_harness_mark(part, cleared="x")
+    history[mi] = history[mi].replace(parts=tuple(parts))
+    assert (mi, pi) not in clearable_returns(history)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 __all__ = [
     "KNOWN_CAPABILITY_NAMES",
+    "OTHER_STRATEGY_MARK",
     "HistoryBuildError",
     "HistoryBuilder",
     "HookCall",
@@ -34,6 +35,7 @@ __all__ = [
     "ScriptedCall",
     "assert_history_unchanged",
     "assert_invariants",
+    "assert_memo_matches_fresh",
     "assert_no_split_tool_pairs",
     "assert_plugin_valid",
     "assert_request_kept",
@@ -41,6 +43,7 @@ __all__ = [
     "assert_user_prompts_kept",
     "check_capability_invariants",
     "check_plugin",
+    "clearable_returns",
     "corpus_dir",
     "corpus_files",
     "make_context",
@@ -64,6 +67,7 @@ from harness.testing.checks import KNOWN_CAPABILITY_NAMES, Problem, assert_plugi
 from harness.testing.models import ScriptedCall, ScriptError, scripted_model, tool_call
 from harness.testing.properties import check_capability_invariants
 from harness.testing.recording import HookCall, HookRecorder, Registrar
+from harness.testing.replay import OTHER_STRATEGY_MARK, assert_memo_matches_fresh, clearable_returns
 
 
 def corpus_dir() -> Path | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 
-import attrs
 from harness_clear_tool_results import CLEARED_ARGS_KEY, ClearToolResults
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
@@ -20,8 +19,8 @@ from harness.messages import (
     ToolReturnPart,
     UserPromptPart,
     harness_mark,
-    with_harness_mark,
 )
+from harness.testing import assert_memo_matches_fresh, clearable_returns
 from harness.testing.strategies import TOOL_NAMES, histories
 from harness.tokens import get_token_counter
 
@@ -168,36 +167,11 @@ def test_remembered_scans_match_fresh_scans(
     settled pairs); a fresh copy of it per request scans everything. Now and then another
     strategy edits a return in between, which must invalidate the memo.
     """
-    kept: list[CanonicalMessage] = []
-    fresh: list[CanonicalMessage] = []
-    for message in messages:
-        kept.append(message)
-        fresh.append(message)
-        if message.kind != "request":
-            continue
-        candidates = [
-            (mi, pi)
-            for mi, m in enumerate(kept[:-1])
-            for pi, p in enumerate(m.parts)
-            if isinstance(p, ToolReturnPart) and harness_mark(p) is None
-        ]
-        if candidates and data.draw(st.integers(0, 4)) == 0:
-            mi, pi = data.draw(st.sampled_from(candidates))
-            for history in (kept, fresh):
-                parts = list(history[mi].parts)
-                part = parts[pi]
-                assert isinstance(part, ToolReturnPart)
-                parts[pi] = with_harness_mark(attrs.evolve(part, content="[c]"), cleared="other")
-                history[mi] = history[mi].replace(parts=tuple(parts))
-        results: list[RequestContext] = []
-        for history, instance in ((kept, cap), (fresh, attrs.evolve(cap))):
-            ctx = RequestContext(messages=history, token_counter=get_token_counter())
-            if forced:
-                asyncio.run(instance.compact(ctx))
-            else:
-                asyncio.run(instance.before_model_request(ctx))
-            results.append(ctx)
-        assert kept == fresh
-        assert [e.cleared_tool_call_ids for e in results[0].events] == [
-            e.cleared_tool_call_ids for e in results[1].events
-        ]
+
+    def interfere(history: list[CanonicalMessage]) -> tuple[int, int] | None:
+        spots = clearable_returns(history)
+        if spots and data.draw(st.integers(0, 4)) == 0:
+            return data.draw(st.sampled_from(spots))
+        return None
+
+    assert_memo_matches_fresh(cap, messages, interfere=interfere, forced=forced)

@@ -23,8 +23,8 @@ from harness.messages import (
     ToolReturnPart,
     UserPromptPart,
     harness_mark,
-    with_harness_mark,
 )
+from harness.testing import assert_memo_matches_fresh, clearable_returns
 from harness.testing.strategies import histories
 from harness.tokens import get_token_counter
 
@@ -227,32 +227,11 @@ def test_incremental_passes_match_full_passes(
     a fresh copy of it per request always scans everything. Now and then another
     strategy clears a return in between, which must invalidate the memo.
     """
-    kept: list[CanonicalMessage] = []
-    fresh: list[CanonicalMessage] = []
-    for message in messages:
-        kept.append(message)
-        fresh.append(message)
-        if message.kind != "request":
-            continue
-        candidates = [
-            (mi, pi)
-            for mi, m in enumerate(kept[:-1])
-            for pi, p in enumerate(m.parts)
-            if isinstance(p, ToolReturnPart) and harness_mark(p) is None
-        ]
-        if candidates and data.draw(st.integers(0, 3)) == 0:
-            mi, pi = data.draw(st.sampled_from(candidates))
-            for history in (kept, fresh):
-                parts = list(history[mi].parts)
-                part = parts[pi]
-                assert isinstance(part, ToolReturnPart)
-                parts[pi] = with_harness_mark(attrs.evolve(part, content="[c]"), cleared="other")
-                history[mi] = history[mi].replace(parts=tuple(parts))
-        ctx_kept = RequestContext(messages=kept, token_counter=get_token_counter())
-        asyncio.run(cap.before_model_request(ctx_kept))
-        ctx_fresh = RequestContext(messages=fresh, token_counter=get_token_counter())
-        asyncio.run(attrs.evolve(cap).before_model_request(ctx_fresh))
-        assert kept == fresh
-        assert [e.cleared_tool_call_ids for e in ctx_kept.events] == [
-            e.cleared_tool_call_ids for e in ctx_fresh.events
-        ]
+
+    def interfere(history: list[CanonicalMessage]) -> tuple[int, int] | None:
+        spots = clearable_returns(history)
+        if spots and data.draw(st.integers(0, 3)) == 0:
+            return data.draw(st.sampled_from(spots))
+        return None
+
+    assert_memo_matches_fresh(cap, messages, interfere=interfere)
