@@ -122,3 +122,19 @@ def fake_server() -> Iterator[FakeServer]:
         yield server
     finally:
         server.stop()
+
+
+class Sleeps:
+    """Records backoff delays instead of sleeping."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, delay: float) -> None:
+        self.delays.append(delay)
+
+
+@pytest.fixture
+def sleeps() -> Sleeps:
+    """A ``RetryPolicy.sleep`` that records the delays, so retry tests never wait."""
+    return Sleeps()

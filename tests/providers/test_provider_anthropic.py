@@ -36,7 +36,7 @@ from harness.models.anthropic import (
 )
 
 if TYPE_CHECKING:
-    from tests.providers.conftest import FakeServer  # pyright: ignore[reportMissingTypeStubs]
+    from tests.providers.conftest import FakeServer, Sleeps  # pyright: ignore[reportMissingTypeStubs]
 
 WEATHER = ToolDefinition(
     "get_weather",
@@ -78,19 +78,6 @@ def api_error(kind: str, text: str) -> dict[str, Any]:
         "error": {"type": kind, "message": text},
         "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy",
     }
-
-
-class Sleeps:
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, delay: float) -> None:
-        self.delays.append(delay)
-
-
-@pytest.fixture
-def sleeps() -> Sleeps:
-    return Sleeps()
 
 
 @pytest.fixture

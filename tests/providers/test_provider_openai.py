@@ -32,7 +32,7 @@ from harness.models._mapping import PENDING_RESULT
 from harness.models.openai import OpenAIModel, RetryPolicy, to_openai_messages
 
 if TYPE_CHECKING:
-    from tests.providers.conftest import FakeServer  # pyright: ignore[reportMissingTypeStubs]
+    from tests.providers.conftest import FakeServer, Sleeps  # pyright: ignore[reportMissingTypeStubs]
 
 WEATHER = ToolDefinition(
     "get_weather",
@@ -82,21 +82,6 @@ def text_completion(text: str) -> dict[str, Any]:
 
 def api_error(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
-
-
-class Sleeps:
-    """Records backoff delays instead of sleeping."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, delay: float) -> None:
-        self.delays.append(delay)
-
-
-@pytest.fixture
-def sleeps() -> Sleeps:
-    return Sleeps()
 
 
 @pytest.fixture
