@@ -41,7 +41,7 @@ import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Final, Literal, TypeVar
+from typing import IO, TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 
 import attrs
 import click
@@ -273,7 +273,7 @@ def read_history_file(path: Path) -> HistoryFile:
         from harness.wire import load_messages
 
         try:
-            messages = load_messages(raw)
+            messages = load_messages(cast("list[Any]", document))  # parsed once, not re-read
         except WireFormatError as exc:
             raise HistoryFileError(path, f"not a valid message history: {exc}") from exc
         return HistoryFile(path, "history", messages)
