@@ -4,7 +4,7 @@ The core depends on no plugin: these helpers describe their stacks as
 :class:`~harness.config.StackEntry` lists (the same thing a ``--stack`` string or a
 ``harness.toml`` gives), leave out the capabilities that are not installed, and build
 them with :func:`harness.config.build_stack`. With every capability plugin installed,
-:func:`default_stack` is this short-form stack (see :func:`default_stack_spec`)::
+the default stack is this short-form stack (see :func:`default_stack_spec`)::
 
     tiered[dedupe_file_reads clear_tool_results:keep_pairs=3,max_fraction=0.8
            summarizing:keep_messages=6,max_fraction=0.8
@@ -15,23 +15,14 @@ them with :func:`harness.config.build_stack`. With every capability plugin insta
 from __future__ import annotations
 
 __all__ = [
-    "default_stack",
     "default_stack_entries",
     "default_stack_spec",
-    "installed_capabilities",
-    "tiered_stack",
     "tiered_stack_entries",
 ]
 
 from collections.abc import Collection
-from typing import cast
 
-from harness.config import StackEntry, build_stack, format_stack, installed_capability_classes
-
-
-def installed_capabilities() -> dict[str, type]:
-    """Capability classes published through entry points, by entry-point name."""
-    return dict(installed_capability_classes())
+from harness.config import StackEntry, format_stack, installed_capability_classes
 
 
 def tiered_stack_entries(
@@ -40,7 +31,10 @@ def tiered_stack_entries(
     trigger_fraction: float | None = None,
     installed: Collection[str] | None = None,
 ) -> list[StackEntry]:
-    """Cheapest-first compaction: dedupe, clear, summarize (structural digest), slide.
+    """Cheapest-first compaction: dedupe, clear, summarize, slide.
+
+    The summarizing tier asks the agent's model for its summaries (a replayed or scripted
+    run switches it to the offline structural digest).
 
     Args:
         target_fraction: Size to compact down to, as a fraction of the window.
@@ -51,7 +45,7 @@ def tiered_stack_entries(
         One ``tiered`` entry holding the installed tiers, or the installed tiers
         themselves when ``tiered`` is not installed (empty when none is).
     """
-    found = set(installed_capabilities() if installed is None else installed)
+    found = set(installed_capability_classes() if installed is None else installed)
     trigger = trigger_fraction if trigger_fraction is not None else min(1.0, target_fraction + 0.3)
     candidates = [
         StackEntry("dedupe_file_reads", {}, "default stack"),
@@ -75,7 +69,7 @@ def default_stack_entries(
         target_fraction: As for :func:`tiered_stack_entries`.
         installed: Entry-point names to choose from (default: the installed ones).
     """
-    found = set(installed_capabilities() if installed is None else installed)
+    found = set(installed_capability_classes() if installed is None else installed)
     entries = tiered_stack_entries(target_fraction=target_fraction, installed=found)
     if "limit_warner" in found:
         entries.append(StackEntry("limit_warner", {"max_context_fraction": 0.9}, "default stack"))
@@ -85,44 +79,3 @@ def default_stack_entries(
 def default_stack_spec(*, installed: Collection[str] | None = None) -> str:
     """:func:`default_stack_entries` in the short form, e.g. for a ``--stack`` default."""
     return format_stack(default_stack_entries(installed=installed))
-
-
-def _names(entries: list[StackEntry]) -> list[str]:
-    names: list[str] = []
-    for entry in entries:
-        tiers: object = entry.params.get("tiers")
-        if entry.name == "tiered" and isinstance(tiers, list):
-            items = cast("list[object]", tiers)
-            inner = " → ".join(tier.name for tier in items if isinstance(tier, StackEntry))
-            names.append(f"tiered({inner})")
-        else:
-            names.append(entry.name)
-    return names
-
-
-def tiered_stack(
-    *, context_window: int, target_fraction: float = 0.5, trigger_fraction: float | None = None
-) -> tuple[list[object], list[str]]:
-    """Build :func:`tiered_stack_entries` for a context window.
-
-    Args:
-        context_window: The model's context window in tokens.
-        target_fraction: Size to compact down to, as a fraction of the window.
-        trigger_fraction: When to compact (default: ``min(1, target_fraction + 0.3)``).
-
-    Returns:
-        The capabilities (one ``TieredCompaction``, or whatever tiers are installed when it
-        is not) and their names (``"tiered(dedupe_file_reads → ...)"``).
-    """
-    entries = tiered_stack_entries(target_fraction=target_fraction, trigger_fraction=trigger_fraction)
-    return list(build_stack(entries, context_window=context_window)), _names(entries)
-
-
-def default_stack(*, context_window: int) -> tuple[list[object], list[str]]:
-    """Build :func:`default_stack_entries` for a context window (the demo's stack).
-
-    Returns:
-        The capabilities and their names, as :func:`tiered_stack`.
-    """
-    entries = default_stack_entries()
-    return list(build_stack(entries, context_window=context_window)), _names(entries)

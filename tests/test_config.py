@@ -27,7 +27,7 @@ with warnings.catch_warnings():
     from harness_clear_tool_results import ClearToolResults
     from harness_dedupe_file_reads import DeduplicateFileReads
     from harness_sliding_window import SlidingWindow
-    from harness_tiered import TieredCompaction
+    from harness_tiered import TieredCompaction, tier_name
 
 if TYPE_CHECKING:
     from harness.models import Model
@@ -610,19 +610,21 @@ def test_resolve_stack_name_needs_a_file(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_stacks_module_builds_the_default_stack_through_config() -> None:
-    from harness.stacks import default_stack, default_stack_entries, default_stack_spec, tiered_stack
+    from harness.stacks import default_stack_entries, default_stack_spec, tiered_stack_entries
 
     spec = default_stack_spec()
     assert parse_stack(spec) == default_stack_entries()
-    capabilities, names = default_stack(context_window=8000)
-    assert names == [
-        "tiered(dedupe_file_reads → clear_tool_results → summarizing → sliding_window)",
-        "limit_warner",
+    capabilities = build_stack(default_stack_entries(), context_window=8000)
+    assert [type(c).__name__ for c in capabilities] == ["TieredCompaction", "LimitWarner"]
+    assert [tier_name(t) for t in capabilities[0].tiers] == [  # pyright: ignore[reportAttributeAccessIssue]
+        "dedupe_file_reads",
+        "clear_tool_results",
+        "summarizing",
+        "sliding_window",
     ]
-    assert type(capabilities[0]) is TieredCompaction
-    tiered, tier_names = tiered_stack(context_window=8000, target_fraction=0.4)
-    assert len(tiered) == 1
-    assert tier_names == names[:1]
+    [tiered] = build_stack(tiered_stack_entries(target_fraction=0.4), context_window=8000)
+    assert type(tiered) is TieredCompaction
+    assert tiered.target_fraction == 0.4
     only = default_stack_entries(installed={"sliding_window", "limit_warner"})
     assert [e.name for e in only] == ["sliding_window", "limit_warner"]
     assert default_stack_entries(installed=set()) == []
