@@ -16,7 +16,7 @@ warnings.simplefilter("ignore")
 
 from harness import CanonicalMessage, TextPart, ToolCallPart, ToolReturnPart, compact_sync  # noqa: E402
 from harness.history import check_invariants  # noqa: E402
-from harness.plugins import PluginManager  # noqa: E402
+from harness.hooks import PluginManager  # noqa: E402
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "sliding_window": {"max_messages": 10, "keep_messages": 4},

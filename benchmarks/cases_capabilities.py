@@ -6,10 +6,10 @@ capability instance, as in a running agent. The new step is counted before the t
 the loop counts every message when it appends it (``session.total_tokens``).
 
 Each case calls the capability's ``before_model_request`` hook directly on a fresh copy of the
-history (as the reference runner does for pydantic-ai-harness). The token counter is the shared
-one a running agent uses, warmed on the history first: that is the steady state of a loop, where
-the previous request already counted everything but the newest message. ``*.cold`` cases use a
-new counter each run, so every part is tokenized inside the timing.
+history (as the reference runner does for pydantic-ai-harness). One token counter is reused by
+every case, as a running agent reuses its own, warmed on the history first: that is the steady
+state of a loop, where the previous request already counted everything but the newest message.
+``*.cold`` cases use a new counter each run, so every part is tokenized inside the timing.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from _synthetic_text import file_text, path_for
 from _timing import Measurement, measure_async
 from synthetic import build_history, file_key
 
-from harness.context import RequestContext
-from harness.messages import CanonicalMessage, ToolCallPart, ToolReturnPart
-from harness.tokens import TokenCounter, get_token_counter
+from harness.capabilities import RequestContext
+from harness.core import CanonicalMessage, ToolCallPart, ToolReturnPart
+from harness.tokens import TokenCounter
 
 Factory = Callable[[int, int], Any]
 
@@ -41,7 +41,7 @@ def _plugin(module: str, name: str) -> Any | None:
 
 
 def _summarizer_model() -> Any:
-    from harness.messages import TextPart, Usage
+    from harness.core import TextPart, Usage
     from harness.models.function import FunctionModel
 
     # A real provider reports usage. Without it FunctionModel would tokenize the whole
@@ -175,7 +175,7 @@ def _next_request_case(
 def capability_cases(sizes: list[int]) -> Iterator[Measurement]:
     """Every installed capability plugin at each size, triggered and idle."""
     factories = _factories()
-    shared = get_token_counter()
+    shared = TokenCounter()
     for size in sizes:
         history = build_history(size)
         total = shared.count_messages(history)

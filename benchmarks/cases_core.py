@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from _timing import Measurement, measure
 from synthetic import build_history
 
+from harness.core import CanonicalMessage
 from harness.history import check_invariants, safe_cutoff
-from harness.messages import CanonicalMessage
 from harness.testing import corpus_files
 from harness.tokens import TokenCounter
 from harness.wire import dump_messages, load_messages

@@ -27,7 +27,7 @@ from _timing import Measurement
 from cases_capabilities import _plugin  # pyright: ignore[reportPrivateUsage]
 from synthetic import build_history, file_key
 
-from harness.messages import CanonicalMessage, TextPart, ToolCallPart
+from harness.core import CanonicalMessage, TextPart, ToolCallPart
 
 ITERATIONS = 50
 
@@ -77,8 +77,8 @@ class _Scripted:
 
 async def _measure(size: int) -> tuple[float, float, int]:
     """(per-iteration µs, per-run preparation µs, capabilities) for one fresh session."""
-    from harness.agent import Agent
     from harness.models.function import FunctionModel
+    from harness.run import Agent
     from harness.session import Session
 
     script = _Scripted()

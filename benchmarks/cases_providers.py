@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import Measurement, measure
 from synthetic import build_history
 
-from harness.models import ModelSettings, ToolDefinition
+from harness.core import ModelSettings, ToolDefinition
 from harness.models.anthropic import AnthropicModel, to_anthropic_messages
 from harness.models.openai import OpenAIModel, to_openai_messages
 

@@ -6,13 +6,7 @@ __all__ = ["build_history", "file_key"]
 
 from _synthetic_text import cycles
 
-from harness.messages import (
-    CanonicalMessage,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from harness.core import CanonicalMessage, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
 
 
 def build_history(n: int) -> list[CanonicalMessage]:

@@ -31,11 +31,11 @@ from harness import (
     ToolReturnPart,
     UserPromptPart,
 )
-from harness.agent import Agent
+from harness.errors import ToolRetry
 from harness.history import check_invariants
 from harness.models.function import FunctionInfo, FunctionModel
+from harness.run import Agent
 from harness.session import Session
-from harness.tools import ToolRetry
 
 SYSTEM_PROMPT = "You are a careful assistant. Use the tools; never guess a file's content."
 

@@ -35,15 +35,13 @@ from collections import Counter
 from pathlib import Path
 
 from harness import CanonicalMessage, HarnessExperimentalWarning, TextPart, ToolCallPart
-from harness.agent import Agent
-from harness.context import CompactionEvent, RequestContext
+from harness.capabilities import CompactionEvent, RequestContext
 from harness.history import check_invariants
-from harness.markers import hookimpl
+from harness.hooks import PluginManager, hookimpl
 from harness.models.function import FunctionInfo, FunctionModel
-from harness.plugins import PluginManager
-from harness.registry import ToolEvent
-from harness.run_context import RunContext
-from harness.tokens import get_token_counter
+from harness.run import Agent
+from harness.tokens import TokenCounter
+from harness.tools import RunContext, ToolEvent
 
 warnings.filterwarnings("ignore", category=HarnessExperimentalWarning)
 
@@ -173,7 +171,7 @@ def main() -> None:
         print("compaction events:")
         result = agent.run_sync("parser_step_7 drops an item. Read the code until you find out why.")
 
-    counter = get_token_counter()
+    counter = TokenCounter()
     raw_tokens = sum(counter.count_text(text) for text in outputs)
     stored = sum(is_warning_part(p) for m in result.all_messages for p in m.parts)
     print(f"output: {result.output}")

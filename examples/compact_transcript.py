@@ -4,13 +4,13 @@ What it shows:
 
 * Loading a pydantic-ai JSON transcript (``ModelMessagesTypeAdapter`` dumps and the
   contract's minimal form both work) with ``harness.wire.load_messages``. Without an
-  argument it uses the transcript embedded in the package, ``harness.demo`` /
+  argument it uses the transcript embedded in the package, ``harness.cli.demo`` /
   ``transcript.json``, read through ``importlib.resources``.
 * ``TieredCompaction`` running cheaper strategies first and stopping as soon as the
   history fits the target: ``DeduplicateFileReads`` -> ``ClearToolResults`` ->
   ``SummarizingCompaction`` with the offline ``StructuralDigest`` (no model needed) ->
   ``SlidingWindow``.
-* ``harness.compaction.compact_sync(..., force=True)``: what a ``/compact`` command does.
+* ``harness.run.compaction.compact_sync(..., force=True)``: what a ``/compact`` command does.
   It works on a copy; every edit comes back as a ``CompactionEvent``.
 * Writing the result with ``harness.wire.dump_messages`` (pydantic-ai can load it back)
   and checking it with ``check_invariants``.
@@ -30,8 +30,8 @@ from importlib.resources import files
 from pathlib import Path
 
 from harness import HarnessExperimentalWarning, UserPromptPart, WireFormatError
-from harness.compaction import compact_sync
 from harness.history import check_invariants
+from harness.run import compact_sync
 from harness.wire import dump_messages, load_messages
 
 warnings.filterwarnings("ignore", category=HarnessExperimentalWarning)
@@ -80,8 +80,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.transcript is None:
-            name = "harness.demo/transcript.json (embedded)"
-            messages = load_messages(files("harness.demo").joinpath("transcript.json").read_bytes())
+            name = "harness.cli.demo/transcript.json (embedded)"
+            messages = load_messages(files("harness.cli.demo").joinpath("transcript.json").read_bytes())
         else:
             name = str(args.transcript)
             messages = load_messages(args.transcript.read_bytes())

@@ -2,8 +2,8 @@
 
 What it shows, for third-party plugin authors:
 
-* A capability is a subclass of :class:`harness.capability.Capability` with a
-  :class:`~harness.capability.Trigger` (when to act) and an ``async compact(ctx, *, reason)``
+* A capability is a subclass of :class:`harness.capabilities.base.Capability` with a
+  :class:`~harness.capabilities.base.Trigger` (when to act) and an ``async compact(ctx, *, reason)``
   step (what to do). The base class supplies the ``before_model_request`` hook that runs
   ``compact`` when ``should_compact`` returns a reason.
 * ``TruncateLongToolReturns`` shortens tool returns longer than ``max_chars``. Messages are
@@ -15,7 +15,7 @@ What it shows, for third-party plugin authors:
   which measures tokens and fires the ``on_compaction`` hook.
 * It declares ``runs_before = ("clear_tool_results",)``: listed after ``ClearToolResults``,
   the plugin manager still runs it first.
-* It is used with ``harness.compaction.compact_sync`` (a ``/compact`` command or a dry run)
+* It is used with ``harness.run.compaction.compact_sync`` (a ``/compact`` command or a dry run)
   and inside an ``Agent``.
 * A deliberately broken capability that drops a tool return is stopped by the invariant
   guard: ``CapabilityError`` names it and the history is restored.
@@ -40,16 +40,13 @@ from harness import (
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
-    harness_mark,
-    with_harness_mark,
 )
-from harness.agent import Agent
-from harness.capability import Capability, Trigger
-from harness.compaction import compact_sync
-from harness.context import RequestContext
+from harness.capabilities import Capability, RequestContext, Trigger
+from harness.core import harness_mark, with_harness_mark
 from harness.history import check_invariants
+from harness.hooks import PluginManager
 from harness.models.function import FunctionInfo, FunctionModel
-from harness.plugins import PluginManager
+from harness.run import Agent, compact_sync
 
 warnings.filterwarnings("ignore", category=HarnessExperimentalWarning)
 

@@ -1,4 +1,4 @@
-"""Regenerate the embedded demo transcript, ``harness/demo/transcript.json``.
+"""Regenerate the embedded demo transcript, ``harness/cli/demo/transcript.json``.
 
 The transcript is synthetic (written by this script, not recorded): a coding agent fixing a bug
 in a small project, reading the same files several times, running tests that fail and then pass.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.messages import (
+from harness.core import (
     CanonicalMessage,
     SystemPromptPart,
     TextPart,
@@ -23,7 +23,7 @@ from harness.messages import (
 )
 from harness.wire import dump_messages
 
-TARGET = Path(__file__).resolve().parents[1] / "harness" / "demo" / "transcript.json"
+TARGET = Path(__file__).resolve().parents[1] / "harness" / "cli" / "demo" / "transcript.json"
 MODULES = ["parser", "tokenizer", "render", "config", "cli", "cache"]
 
 

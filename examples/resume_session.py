@@ -24,9 +24,10 @@ import tempfile
 from pathlib import Path
 
 from harness import CanonicalMessage, UserPromptPart
-from harness.agent import Agent
+from harness.errors import SessionLoadError, SessionSaveError
 from harness.models.function import FunctionInfo, FunctionModel
-from harness.session import Session, SessionLoadError, SessionSaveError, find_session, list_sessions
+from harness.run import Agent
+from harness.session import Session, find_session, list_sessions
 
 
 def count_prompts(messages: list[CanonicalMessage], info: FunctionInfo) -> str:

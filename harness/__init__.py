@@ -1,99 +1,225 @@
-"""harness: a minimal agent loop with pluggy hooks and context-window capabilities."""
+"""harness: a minimal agent loop with pluggy hooks and context-window capabilities.
 
-from harness.agent import Agent, RunResult
-from harness.capability import Capability, Trigger
-from harness.compaction import CompactionResult, compact, compact_sync
-from harness.context import CompactionEvent, RequestContext
-from harness.errors import (
-    CapabilityError,
-    CapabilityOrderError,
-    HarnessError,
-    HarnessExperimentalWarning,
-    HarnessWarning,
-    MessageError,
-    ModelError,
-    PluginLoadError,
-    WireFormatError,
-    is_experimental,
-    warn_experimental,
-)
-from harness.markers import hookimpl, hookspec
-from harness.messages import (
-    CanonicalMessage,
-    Part,
-    RetryPromptPart,
-    SystemPromptPart,
-    TextPart,
-    ThoughtPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UnknownPart,
-    Usage,
-    UserPromptPart,
-    harness_mark,
-    latest_assistant_text,
-    message_text,
-    tool_answer_ids,
-    tool_call_ids,
-    tool_return_ids,
-    with_harness_mark,
-)
-from harness.plugins import PluginManager
-from harness.session import Session, SessionLoadError
-from harness.tokens import ApproximateTokenCountWarning, TokenCounter, TokenizerError, get_token_counter
-from harness.wire import dump_messages, load_messages
+The names here are the ones users reach for, grouped by what they do:
 
-__version__ = "0.1.0"
+* Run an agent: ``Agent``, ``RunResult``, ``RunContext``, ``Model``, ``ModelSettings``.
+* Define tools: ``Tool``, ``ToolDefinition``, ``ToolRetry``.
+* Catch errors: ``HarnessError``, ``RunError``, ``MaxIterationsExceeded``, ``UserAbort``,
+  ``RequestTimeout``, ``EmptyResponseError``, ``ToolRetryBudgetExceeded``,
+  ``ToolArgumentsError``, ``CapabilityError``, ``ModelError``, ``MessageError``,
+  ``WireFormatError``, ``PluginLoadError``, ``SessionLoadError``, ``HarnessWarning``,
+  ``HarnessExperimentalWarning``, ``ApproximateTokenCountWarning``.
+* Write capabilities and plugins: ``Capability``, ``Trigger``, ``RequestContext``,
+  ``CompactionEvent``, ``hookimpl``, ``hookspec``, ``PluginManager``,
+  ``warn_experimental``, ``is_experimental``.
+* Use sessions: ``Session``.
+* Load, dump and count messages: ``CanonicalMessage``, ``Part``, ``UserPromptPart``,
+  ``SystemPromptPart``, ``TextPart``, ``ThoughtPart``, ``ToolCallPart``,
+  ``ToolReturnPart``, ``RetryPromptPart``, ``UnknownPart``, ``Usage``, ``load_messages``,
+  ``dump_messages``, ``TokenCounter``.
+* Compact: ``compact``, ``compact_sync``, ``CompactionResult``.
+
+Everything else lives in the layer that owns it (see CONTRIBUTING.md, "Architecture"):
+:mod:`harness.core`, :mod:`harness.history`, :mod:`harness.tokens`, :mod:`harness.wire`,
+:mod:`harness.session`, :mod:`harness.tools`, :mod:`harness.capabilities`,
+:mod:`harness.hooks`, :mod:`harness.models`, :mod:`harness.run`, :mod:`harness.config`,
+:mod:`harness.interop`, :mod:`harness.testing`, :mod:`harness.replay`, :mod:`harness.cli`;
+every exception and warning is in :mod:`harness.errors`.
+
+The names are loaded on first use, so importing a lower layer (``import harness.history``)
+does not import the agent loop, the plugin manager or the providers.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.capabilities.base import Capability, Trigger
+    from harness.capabilities.context import CompactionEvent, RequestContext
+    from harness.core.markers import hookimpl, hookspec
+    from harness.core.messages import (
+        CanonicalMessage,
+        Part,
+        RetryPromptPart,
+        SystemPromptPart,
+        TextPart,
+        ThoughtPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UnknownPart,
+        Usage,
+        UserPromptPart,
+    )
+    from harness.core.model import Model, ModelSettings, ToolDefinition
+    from harness.errors import (
+        ApproximateTokenCountWarning,
+        CapabilityError,
+        EmptyResponseError,
+        HarnessError,
+        HarnessExperimentalWarning,
+        HarnessWarning,
+        MaxIterationsExceeded,
+        MessageError,
+        ModelError,
+        PluginLoadError,
+        RequestTimeout,
+        RunError,
+        SessionLoadError,
+        ToolArgumentsError,
+        ToolRetry,
+        ToolRetryBudgetExceeded,
+        UserAbort,
+        WireFormatError,
+        is_experimental,
+        warn_experimental,
+    )
+    from harness.hooks.manager import PluginManager
+    from harness.run.agent import Agent, RunResult
+    from harness.run.compaction import CompactionResult, compact, compact_sync
+    from harness.session import Session
+    from harness.tokens import TokenCounter
+    from harness.tools.context import RunContext
+    from harness.tools.tool import Tool
+    from harness.wire import dump_messages, load_messages
+
+try:
+    __version__: str = importlib.metadata.version("harness-loop")
+    """The installed distribution's version (``harness-loop``)."""
+except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
+    # Run an agent
     "Agent",
-    "ApproximateTokenCountWarning",
-    "CanonicalMessage",
-    "Capability",
-    "CompactionEvent",
-    "CompactionResult",
-    "CapabilityError",
-    "CapabilityOrderError",
-    "HarnessError",
-    "HarnessExperimentalWarning",
-    "HarnessWarning",
-    "MessageError",
-    "ModelError",
-    "Part",
-    "PluginLoadError",
-    "PluginManager",
-    "RequestContext",
-    "RetryPromptPart",
     "RunResult",
-    "Session",
+    "RunContext",
+    "Model",
+    "ModelSettings",
+    # Define tools
+    "Tool",
+    "ToolDefinition",
+    "ToolRetry",
+    # Catch errors
+    "HarnessError",
+    "RunError",
+    "MaxIterationsExceeded",
+    "UserAbort",
+    "RequestTimeout",
+    "EmptyResponseError",
+    "ToolRetryBudgetExceeded",
+    "ToolArgumentsError",
+    "CapabilityError",
+    "ModelError",
+    "MessageError",
+    "WireFormatError",
+    "PluginLoadError",
     "SessionLoadError",
+    "HarnessWarning",
+    "HarnessExperimentalWarning",
+    "ApproximateTokenCountWarning",
+    # Write capabilities and plugins
+    "Capability",
+    "Trigger",
+    "RequestContext",
+    "CompactionEvent",
+    "hookimpl",
+    "hookspec",
+    "PluginManager",
+    "warn_experimental",
+    "is_experimental",
+    # Use sessions
+    "Session",
+    # Load, dump and count messages
+    "CanonicalMessage",
+    "Part",
+    "UserPromptPart",
     "SystemPromptPart",
     "TextPart",
     "ThoughtPart",
     "ToolCallPart",
     "ToolReturnPart",
-    "TokenizerError",
-    "TokenCounter",
-    "Trigger",
+    "RetryPromptPart",
     "UnknownPart",
     "Usage",
-    "UserPromptPart",
-    "WireFormatError",
-    "__version__",
+    "load_messages",
+    "dump_messages",
+    "TokenCounter",
+    # Compact
     "compact",
     "compact_sync",
-    "dump_messages",
-    "get_token_counter",
-    "hookimpl",
-    "hookspec",
-    "is_experimental",
-    "harness_mark",
-    "latest_assistant_text",
-    "load_messages",
-    "message_text",
-    "tool_answer_ids",
-    "tool_call_ids",
-    "tool_return_ids",
-    "warn_experimental",
-    "with_harness_mark",
+    "CompactionResult",
+    "__version__",
 ]
+
+_OWNERS: dict[str, str] = {
+    "Agent": "harness.run.agent",
+    "RunResult": "harness.run.agent",
+    "RunContext": "harness.tools.context",
+    "Model": "harness.core.model",
+    "ModelSettings": "harness.core.model",
+    "Tool": "harness.tools.tool",
+    "ToolDefinition": "harness.core.model",
+    "ToolRetry": "harness.errors",
+    "HarnessError": "harness.errors",
+    "RunError": "harness.errors",
+    "MaxIterationsExceeded": "harness.errors",
+    "UserAbort": "harness.errors",
+    "RequestTimeout": "harness.errors",
+    "EmptyResponseError": "harness.errors",
+    "ToolRetryBudgetExceeded": "harness.errors",
+    "ToolArgumentsError": "harness.errors",
+    "CapabilityError": "harness.errors",
+    "ModelError": "harness.errors",
+    "MessageError": "harness.errors",
+    "WireFormatError": "harness.errors",
+    "PluginLoadError": "harness.errors",
+    "SessionLoadError": "harness.errors",
+    "HarnessWarning": "harness.errors",
+    "HarnessExperimentalWarning": "harness.errors",
+    "ApproximateTokenCountWarning": "harness.errors",
+    "Capability": "harness.capabilities.base",
+    "Trigger": "harness.capabilities.base",
+    "RequestContext": "harness.capabilities.context",
+    "CompactionEvent": "harness.capabilities.context",
+    "hookimpl": "harness.core.markers",
+    "hookspec": "harness.core.markers",
+    "PluginManager": "harness.hooks.manager",
+    "warn_experimental": "harness.errors",
+    "is_experimental": "harness.errors",
+    "Session": "harness.session",
+    "CanonicalMessage": "harness.core.messages",
+    "Part": "harness.core.messages",
+    "UserPromptPart": "harness.core.messages",
+    "SystemPromptPart": "harness.core.messages",
+    "TextPart": "harness.core.messages",
+    "ThoughtPart": "harness.core.messages",
+    "ToolCallPart": "harness.core.messages",
+    "ToolReturnPart": "harness.core.messages",
+    "RetryPromptPart": "harness.core.messages",
+    "UnknownPart": "harness.core.messages",
+    "Usage": "harness.core.messages",
+    "load_messages": "harness.wire",
+    "dump_messages": "harness.wire",
+    "TokenCounter": "harness.tokens",
+    "compact": "harness.run.compaction",
+    "compact_sync": "harness.run.compaction",
+    "CompactionResult": "harness.run.compaction",
+}
+"""Where each public name is defined."""
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from the module that owns it, on first use."""
+    owner = _OWNERS.get(name)
+    if owner is None:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    value = getattr(importlib.import_module(owner), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,94 +1,85 @@
-"""Exceptions and warnings raised by harness.
+"""Every public exception and warning harness raises, in one place.
 
 Every error harness raises on purpose derives from :class:`HarnessError`, and every
 warning from :class:`HarnessWarning`, so callers can catch or filter the whole family
-with one line.
+with one line. Errors carry structured attributes (the file, the tool, the plugin...)
+besides their message, so a caller can react without parsing text.
+
+This module is the bottom layer: it imports nothing else from harness.
+
+The families:
+
+* messages and files: :class:`MessageError`, :class:`WireFormatError`,
+  :class:`HistoryFileError`, :class:`InteropError`;
+* tokens: :class:`TokenizerError`, :class:`ApproximateTokenCountWarning`;
+* sessions: :class:`SessionLoadError`, :class:`SessionSaveError`;
+* tools: :class:`ToolRetry`, :class:`ToolArgumentsError`, :class:`ToolDefinitionError`,
+  :class:`IllegalTransition`;
+* plugins and capabilities: :class:`PluginLoadError`, :class:`CapabilityError`,
+  :class:`CapabilityOrderError`, :class:`StackConfigError`;
+* models: :class:`ModelError` and its kinds, :class:`ModelResolutionError`,
+  :class:`ModelResponseError`, :class:`ReplayExhausted`;
+* runs: :class:`RunError` and its kinds (:class:`MaxIterationsExceeded`,
+  :class:`UserAbort`, :class:`RequestTimeout`, :class:`EmptyResponseError`,
+  :class:`ToolRetryBudgetExceeded`);
+* applications: :class:`CodingAgentMissingError`, :class:`PlotUnavailableError`,
+  :class:`ScriptError`, :class:`HistoryBuildError`.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "ApproximateTokenCountWarning",
     "CapabilityError",
     "CapabilityOrderError",
+    "CodingAgentMissingError",
+    "EmptyResponseError",
     "HarnessError",
     "HarnessExperimentalWarning",
     "HarnessWarning",
+    "HistoryBuildError",
+    "HistoryFileError",
+    "IllegalTransition",
+    "InteropError",
+    "MaxIterationsExceeded",
     "MessageError",
     "ModelAuthenticationError",
     "ModelBadRequestError",
     "ModelError",
     "ModelRateLimitError",
     "ModelResolutionError",
+    "ModelResponseError",
     "ModelTimeoutError",
     "ModelUnavailableError",
+    "PlotUnavailableError",
     "PluginLoadError",
     "ProviderNotInstalledError",
+    "ReplayExhausted",
+    "RequestTimeout",
+    "RunError",
+    "ScriptError",
+    "SessionLoadError",
+    "SessionSaveError",
+    "StackConfigError",
+    "TokenizerError",
+    "ToolArgumentsError",
+    "ToolDefinitionError",
+    "ToolRetry",
+    "ToolRetryBudgetExceeded",
+    "UserAbort",
     "WireFormatError",
     "is_experimental",
     "warn_experimental",
 ]
 
 import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 
 class HarnessError(Exception):
     """Root of every error harness raises on purpose."""
-
-
-class MessageError(HarnessError, ValueError):
-    """A message or part was built with values that break the message model."""
-
-
-class WireFormatError(HarnessError, ValueError):
-    """A document could not be read as a message history.
-
-    Attributes:
-        message_index: Index of the offending message, when known.
-        part_index: Index of the offending part inside that message, when known.
-        field: Name of the offending field, when known.
-        reason: What was wrong, without the location prefix.
-    """
-
-    def __init__(
-        self,
-        reason: str,
-        *,
-        message_index: int | None = None,
-        part_index: int | None = None,
-        field: str | None = None,
-    ) -> None:
-        self.reason = reason
-        self.message_index = message_index
-        self.part_index = part_index
-        self.field = field
-        where: list[str] = []
-        if message_index is not None:
-            where.append(f"message {message_index}")
-        if part_index is not None:
-            where.append(f"part {part_index}")
-        if field is not None:
-            where.append(f"field {field!r}")
-        super().__init__(f"{', '.join(where)}: {reason}" if where else reason)
-
-
-class CapabilityError(HarnessError):
-    """A capability failed or left the history in a state no provider accepts.
-
-    Attributes:
-        capability: Name of the capability at fault.
-    """
-
-    def __init__(self, capability: str, message: str) -> None:
-        self.capability = capability
-        super().__init__(f"capability {capability!r}: {message}")
-
-
-class CapabilityOrderError(HarnessError):
-    """Declared capability ordering is impossible (a cycle or a conflict)."""
-
-
-class PluginLoadError(HarnessError):
-    """An entry-point plugin could not be imported or registered."""
 
 
 class HarnessWarning(UserWarning):
@@ -137,6 +128,263 @@ def is_experimental(module_name: str) -> bool:
     """
     parts = module_name.split(".")
     return any(".".join(parts[:end]) in _EXPERIMENTAL_FEATURES for end in range(1, len(parts) + 1))
+
+
+# ------------------------------------------------------------------------------
+# Messages, files and formats
+# ------------------------------------------------------------------------------
+
+
+class MessageError(HarnessError, ValueError):
+    """A message or part was built with values that break the message model."""
+
+
+class WireFormatError(HarnessError, ValueError):
+    """A document could not be read as a message history.
+
+    Attributes:
+        message_index: Index of the offending message, when known.
+        part_index: Index of the offending part inside that message, when known.
+        field: Name of the offending field, when known.
+        reason: What was wrong, without the location prefix.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        message_index: int | None = None,
+        part_index: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.reason = reason
+        self.message_index = message_index
+        self.part_index = part_index
+        self.field = field
+        where: list[str] = []
+        if message_index is not None:
+            where.append(f"message {message_index}")
+        if part_index is not None:
+            where.append(f"part {part_index}")
+        if field is not None:
+            where.append(f"field {field!r}")
+        super().__init__(f"{', '.join(where)}: {reason}" if where else reason)
+
+
+class HistoryFileError(HarnessError):
+    """A file given as a history could not be read as one.
+
+    Attributes:
+        path: The file.
+        reason: What is wrong with it.
+    """
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")
+
+
+class InteropError(HarnessError):
+    """A history cannot be converted to or from another framework's messages."""
+
+
+# ------------------------------------------------------------------------------
+# Tokens
+# ------------------------------------------------------------------------------
+
+
+class TokenizerError(HarnessError, ValueError):
+    """A token counter was configured or called with values it cannot use."""
+
+
+class ApproximateTokenCountWarning(HarnessWarning):
+    """Token counts are approximate: the model's encoding is not available offline.
+
+    Emitted once per process per missing encoding (and once when no encoding at all is
+    available). Silence it with
+    ``warnings.filterwarnings("ignore", category=harness.errors.ApproximateTokenCountWarning)``.
+    """
+
+
+# ------------------------------------------------------------------------------
+# Sessions
+# ------------------------------------------------------------------------------
+
+
+class SessionLoadError(HarnessError):
+    """A session file could not be loaded.
+
+    Attributes:
+        path: The file.
+        reason: What is wrong with it.
+        backup: The backup copy beside it, when one exists.
+    """
+
+    def __init__(self, path: Path, reason: str, *, backup: Path | None = None) -> None:
+        self.path = path
+        self.reason = reason
+        self.backup = backup
+        hint = f" (a backup exists: {backup})" if backup is not None else ""
+        super().__init__(f"cannot load session file {path}: {reason}{hint}")
+
+
+class SessionSaveError(HarnessError):
+    """A session could not be saved (for example it would overwrite a corrupt file)."""
+
+
+# ------------------------------------------------------------------------------
+# Tools
+# ------------------------------------------------------------------------------
+
+
+class ToolRetry(HarnessError):  # noqa: N818 - name fixed by the API
+    """Raised by a tool to ask the model to try again; the message tells it what to fix.
+
+    Args:
+        message: What went wrong and how to fix it.
+        hint: Append "Fix the errors and try again." to the retry prompt (set ``False``
+            to send ``message`` verbatim, as replayed recordings do).
+    """
+
+    def __init__(self, message: str, *, hint: bool = True) -> None:
+        self.message = message
+        self.hint = hint
+        super().__init__(message)
+
+
+class ToolArgumentsError(HarnessError, ValueError):
+    """The arguments of a tool call do not match the tool's schema.
+
+    Attributes:
+        tool_name: The tool concerned.
+        errors: One line per problem, each naming the argument path.
+    """
+
+    def __init__(self, tool_name: str, errors: Sequence[str]) -> None:
+        self.tool_name = tool_name
+        self.errors = tuple(errors)
+        count = len(self.errors)
+        lines = "\n".join(f"- {e}" for e in self.errors)
+        super().__init__(
+            f"{count} validation error{'s' if count != 1 else ''} for tool {tool_name!r}:\n{lines}"
+        )
+
+
+class ToolDefinitionError(HarnessError, TypeError):
+    """A function cannot be turned into a tool (unsupported annotation, bad name...).
+
+    Attributes:
+        tool_name: The tool concerned, when known.
+    """
+
+    def __init__(self, message: str, *, tool_name: str | None = None) -> None:
+        self.tool_name = tool_name
+        super().__init__(message)
+
+
+class IllegalTransition(HarnessError):  # noqa: N818 - name fixed by the API
+    """A tool call was moved to a status its current status does not allow.
+
+    Attributes:
+        tool_call_id: The call concerned.
+        current: Its :class:`~harness.tools.ToolCallStatus` before the transition (``None`` if unknown).
+        target: The status that was refused.
+    """
+
+    def __init__(self, tool_call_id: str, current: Any, target: str, detail: str) -> None:
+        self.tool_call_id = tool_call_id
+        self.current = current
+        self.target = target
+        super().__init__(f"tool call {tool_call_id!r}: {detail}")
+
+
+# ------------------------------------------------------------------------------
+# Plugins, capabilities and stacks
+# ------------------------------------------------------------------------------
+
+
+class PluginLoadError(HarnessError):
+    """A plugin could not be imported, registered or unregistered.
+
+    Attributes:
+        plugin_name: The name the plugin registers (or was looked up) under, when known.
+        distribution: The distribution that ships it, when known.
+        version: That distribution's version, when known.
+        entry_point: The entry point's target (``"module:attribute"``), for entry-point plugins.
+        reason: What went wrong, without the location prefix.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        plugin_name: str | None = None,
+        distribution: str | None = None,
+        version: str | None = None,
+        entry_point: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        self.plugin_name = plugin_name
+        self.distribution = distribution
+        self.version = version
+        self.entry_point = entry_point
+        self.reason = reason if reason is not None else message
+        super().__init__(message)
+
+
+class CapabilityError(HarnessError):
+    """A capability failed or left the history in a state no provider accepts.
+
+    Attributes:
+        capability: Name of the capability at fault.
+    """
+
+    def __init__(self, capability: str, message: str) -> None:
+        self.capability = capability
+        super().__init__(f"capability {capability!r}: {message}")
+
+
+class CapabilityOrderError(HarnessError):
+    """Declared capability ordering is impossible (a cycle or a conflict)."""
+
+
+class StackConfigError(HarnessError, ValueError):
+    """A stack description is malformed, names an unknown capability or parameter, or a value is bad.
+
+    The message names where the entry came from, the capability, the parameter and the
+    accepted names or values, with a "did you mean" suggestion when one is close.
+
+    Attributes:
+        source: Where the entry came from (``"--stack entry 2"``,
+            ``"harness.toml [[stack]] 3"``), or the file or string at fault.
+        entry: The capability name of the entry at fault, when known.
+        parameter: The parameter at fault, when known.
+        accepted: The accepted capability names, parameters or values, when relevant.
+        suggestion: The closest accepted name, when one is close.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str = "",
+        entry: str | None = None,
+        parameter: str | None = None,
+        accepted: Sequence[str] = (),
+        suggestion: str | None = None,
+    ) -> None:
+        self.source = source
+        self.entry = entry
+        self.parameter = parameter
+        self.accepted = tuple(accepted)
+        self.suggestion = suggestion
+        super().__init__(message)
+
+
+# ------------------------------------------------------------------------------
+# Models
+# ------------------------------------------------------------------------------
 
 
 class ModelError(HarnessError):
@@ -222,3 +470,118 @@ class ProviderNotInstalledError(ModelResolutionError):
             f"model {model_string!r} needs the {extra} SDK, which is not installed; "
             f"install it with: pip install 'harness-loop[{extra}]'",
         )
+
+
+class ModelResponseError(HarnessError):
+    """A model produced something that is not a response message.
+
+    Attributes:
+        model_name: The model at fault, when known.
+    """
+
+    def __init__(self, message: str, *, model_name: str | None = None) -> None:
+        self.model_name = model_name
+        super().__init__(message)
+
+
+class ReplayExhausted(HarnessError):  # noqa: N818 - name fixed by the API
+    """A replay model was asked for more responses than its recording holds.
+
+    Attributes:
+        recorded: How many responses the recording holds.
+    """
+
+    def __init__(self, message: str, *, recorded: int | None = None) -> None:
+        self.recorded = recorded
+        super().__init__(message)
+
+
+# ------------------------------------------------------------------------------
+# Runs
+# ------------------------------------------------------------------------------
+
+
+class RunError(HarnessError):
+    """A run stopped with an error after saving its history.
+
+    Attributes:
+        session: The :class:`harness.session.Session` holding the saved history (also for
+            runs started without one), set by the loop before raising.
+        state: The run's :class:`harness.tools.RunState` (counters and the tool-call
+            registry) when it stopped, set by the loop before raising.
+
+    Both are typed ``Any`` because this bottom layer imports nothing above it.
+    """
+
+    session: Any = None
+    state: Any = None
+
+
+class MaxIterationsExceeded(RunError):  # noqa: N818 - name fixed by the API
+    """The run needed more model requests than ``max_iterations`` allows."""
+
+    def __init__(self, max_iterations: int) -> None:
+        self.max_iterations = max_iterations
+        super().__init__(
+            f"the run reached max_iterations={max_iterations} model requests without a final answer "
+            "(the model kept calling tools); the history was saved, raise max_iterations or continue "
+            "the run with another prompt"
+        )
+
+
+class UserAbort(RunError):  # noqa: N818 - name fixed by the API
+    """The user aborted the run (``Agent.abort()``, or raised by a tool)."""
+
+
+class RequestTimeout(RunError, TimeoutError):  # noqa: N818 - name fixed by the API
+    """The run exceeded the agent's ``request_timeout``."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        super().__init__(f"the run exceeded request_timeout={timeout}s; completed work was saved")
+
+
+class EmptyResponseError(RunError):
+    """The model kept answering with empty responses after being nudged."""
+
+    def __init__(self, count: int, max_empty_responses: int) -> None:
+        self.count = count
+        self.max_empty_responses = max_empty_responses
+        super().__init__(
+            f"the model returned {count} empty responses in a row (no text, no tool call); "
+            f"max_empty_responses={max_empty_responses} nudges did not help"
+        )
+
+
+class ToolRetryBudgetExceeded(RunError):  # noqa: N818 - name fixed by the API
+    """A tool used up its retry budget (consecutive retry prompts)."""
+
+    def __init__(self, tool_name: str, budget: int, last_error: str) -> None:
+        self.tool_name = tool_name
+        self.budget = budget
+        self.last_error = last_error
+        super().__init__(
+            f"tool {tool_name!r} exceeded its retry budget of {budget} consecutive retries; "
+            f"last problem: {last_error}"
+        )
+
+
+# ------------------------------------------------------------------------------
+# Applications: the demo, the plot, the testing kit
+# ------------------------------------------------------------------------------
+
+
+class CodingAgentMissingError(HarnessError):
+    """The example agent (``harness-coding-agent``) is not installed."""
+
+
+class PlotUnavailableError(HarnessError):
+    """matplotlib, needed for the PNG chart, is not installed."""
+
+
+class ScriptError(HarnessError):
+    """A step of a scripted model cannot become a response."""
+
+
+class HistoryBuildError(HarnessError):
+    """A :class:`HistoryBuilder` was asked for a history it cannot or should not build."""

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.core import CanonicalMessage, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
 from harness.history import check_invariants
-from harness.messages import CanonicalMessage, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
-from harness.tokens import get_token_counter
+from harness.tokens import TokenCounter
 from harness.wire import dump_messages, load_messages
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -227,7 +227,10 @@ def test_compact_transcript_default_demo(default_runs: dict[str, Run]) -> None:
     completed = default_run(default_runs, "compact_transcript.py")
     tmp_path = completed.cwd
     lines = lines_of(completed)
-    loaded = re.fullmatch(r"loaded harness\.demo/transcript\.json \(embedded\): (\d+) messages", lines[0])
+    loaded = re.fullmatch(
+        r"loaded harness\.cli\.demo/transcript\.json \(embedded\): (\d+) messages",
+        lines[0],
+    )
     assert loaded is not None, lines[0]
     strategies = [line.split()[0] for line in lines if line.startswith("  ")]
     assert strategies == ["dedupe_file_reads", "clear_tool_results", "summarizing", "tiered"]
@@ -240,7 +243,7 @@ def test_compact_transcript_default_demo(default_runs: dict[str, Run]) -> None:
 
     written = load_messages((tmp_path / "compacted.json").read_bytes())
     assert check_invariants(written) == []
-    assert get_token_counter().count_messages(written) == number(totals[2]) <= 1_600
+    assert TokenCounter().count_messages(written) == number(totals[2]) <= 1_600
     assert len(written) < int(loaded[1])
     assert f"messages: {loaded[1]} -> {len(written)}, invariant violations: 0" in lines
     assert lines[-1] == f"wrote compacted.json ({len(written)} messages)"
@@ -269,7 +272,7 @@ def test_compact_transcript_file_argument_and_options(tmp_path: Path) -> None:
     history = reading_session(8)
     source.write_bytes(dump_messages(history))
     before = source.read_bytes()
-    size = get_token_counter().count_messages(history)
+    size = TokenCounter().count_messages(history)
     window = size  # target 0.5 of the history's own size
     lines = lines_of(
         run_example(
@@ -291,7 +294,7 @@ def test_compact_transcript_file_argument_and_options(tmp_path: Path) -> None:
     written = load_messages((tmp_path / "out.json").read_bytes())
     assert check_invariants(written) == []
     assert len(written) == len(history)  # dedupe replaces contents, never messages
-    assert get_token_counter().count_messages(written) <= window // 2
+    assert TokenCounter().count_messages(written) <= window // 2
 
 
 def test_compact_transcript_rejects_a_file_that_is_not_a_history(tmp_path: Path) -> None:

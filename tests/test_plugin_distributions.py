@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.metadata
 import tomllib
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.capability import Capability
+from harness.capabilities import Capability
 
 PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
 DISTRIBUTIONS = sorted(p for p in PLUGINS.iterdir() if (p / "pyproject.toml").is_file())
@@ -53,17 +54,43 @@ def test_distribution_layout(folder: Path) -> None:
     assert "Parameter" in readme or "parameter" in readme
 
 
+PUBLIC_PACKAGES = {
+    "harness",
+    "harness.errors",
+    "harness.core",
+    "harness.history",
+    "harness.tokens",
+    "harness.wire",
+    "harness.session",
+    "harness.tools",
+    "harness.capabilities",
+    "harness.hooks",
+    "harness.testing",
+}
+"""What a plugin may import from: the layer packages' curated APIs, never their modules."""
+
+
+def _core_imports(source: Path) -> list[tuple[str, list[str]]]:
+    found: list[tuple[str, list[str]]] = []
+    for node in ast.walk(ast.parse(source.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "harness" or node.module.startswith("harness."):
+                found.append((node.module, [alias.name for alias in node.names]))
+        elif isinstance(node, ast.Import):
+            found.extend((alias.name, []) for alias in node.names if alias.name.startswith("harness."))
+    return found
+
+
 @pytest.mark.parametrize("folder", DISTRIBUTIONS, ids=[p.name for p in DISTRIBUTIONS])
 def test_plugins_import_only_the_public_core_api(folder: Path) -> None:
     package = folder / folder.name.replace("-", "_")
     for source in package.glob("*.py"):
-        text = source.read_text()
-        for line in text.splitlines():
-            stripped = line.strip()
-            if stripped.startswith(("from harness", "import harness")) and "harness_" not in stripped:
-                module = stripped.split()[1]
-                assert not any(part.startswith("_") for part in module.split(".")), (
-                    f"{source.name} imports a private core module: {stripped}"
+        for module, names in _core_imports(source):
+            assert module in PUBLIC_PACKAGES, f"{source.name} imports {module}, not a public layer package"
+            exported = set(importlib.import_module(module).__all__)
+            for name in names:
+                assert name in exported, (
+                    f"{source.name} imports {name} from {module}, which does not export it"
                 )
 
 

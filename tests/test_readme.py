@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import harness.hookspecs
+import harness.hooks.specs
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -138,7 +138,7 @@ def test_capability_table_row_matches_the_plugin(distribution: str, link: str, c
 def test_hook_table_matches_the_hookspecs() -> None:
     names = [re.match(r"`(\w+)\(", cells[0]) for cells in table_rows(section("Hooks and plugins"))]
     assert all(names), "every row of the hook table starts with `hook(...)`"
-    assert {m[1] for m in names if m} == set(harness.hookspecs.__all__)
+    assert {m[1] for m in names if m} == set(harness.hooks.specs.__all__)
 
 
 def test_contents_links_point_at_sections() -> None:

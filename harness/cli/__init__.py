@@ -8,17 +8,7 @@ from __future__ import annotations
 
 __all__ = ["cli", "main"]
 
-from harness.cli import (
-    compact,
-    demo,
-    hooks,
-    inspect_cmd,
-    plugins_cmd,
-    replay,
-    run,
-    sessions,
-    stats,
-)
+from harness.cli import compact, demo_cmd, hooks, inspect_cmd, plugins_cmd, replay, run, sessions, stats
 from harness.cli._app import cli, main
 
-del compact, demo, hooks, inspect_cmd, plugins_cmd, replay, run, sessions, stats
+del compact, demo_cmd, hooks, inspect_cmd, plugins_cmd, replay, run, sessions, stats

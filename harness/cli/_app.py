@@ -17,6 +17,8 @@ string, any :class:`~harness.errors.HarnessError`); 130 interrupted.
 
 from __future__ import annotations
 
+from harness.errors import HistoryFileError
+
 __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_OK",
@@ -24,7 +26,6 @@ __all__ = [
     "EXIT_USAGE",
     "HarnessCliError",
     "HistoryFile",
-    "HistoryFileError",
     "cli",
     "console",
     "error_console",
@@ -48,11 +49,11 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from harness.core.messages import CanonicalMessage
 from harness.errors import HarnessError, HarnessExperimentalWarning, WireFormatError
-from harness.messages import CanonicalMessage
 
 if TYPE_CHECKING:
-    from harness.capability import Capability
+    from harness.capabilities.base import Capability
     from harness.config import StackEntry
     from harness.session import Session
 
@@ -210,20 +211,6 @@ def resolve_cli_stack(
 # --------------------------------------------------------------------------------------
 # History files
 # --------------------------------------------------------------------------------------
-
-
-class HistoryFileError(HarnessError):
-    """A file given as a history could not be read as one.
-
-    Attributes:
-        path: The file.
-        reason: What is wrong with it.
-    """
-
-    def __init__(self, path: Path, reason: str) -> None:
-        self.path = path
-        self.reason = reason
-        super().__init__(f"{path}: {reason}")
 
 
 @attrs.frozen

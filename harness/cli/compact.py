@@ -18,7 +18,6 @@ from rich.table import Table
 from harness.cli._app import (
     EXIT_PROBLEM,
     HistoryFile,
-    HistoryFileError,
     cli,
     console,
     escaped,
@@ -26,12 +25,13 @@ from harness.cli._app import (
     resolve_cli_stack,
     stack_option,
 )
-from harness.compaction import CompactionResult, compact_sync
 from harness.config import StackEntry, format_stack
+from harness.config.stacks import tiered_stack_entries
+from harness.errors import HistoryFileError
 from harness.history import check_invariants
+from harness.run.compaction import CompactionResult, compact_sync
 from harness.session import atomic_write_bytes
-from harness.stacks import tiered_stack_entries
-from harness.tokens import get_token_counter
+from harness.tokens import TokenCounter
 from harness.wire import dump_messages
 
 
@@ -46,7 +46,7 @@ def compact_report(
 ) -> dict[str, Any]:
     """The manifest ``harness compact`` prints, as a JSON-ready mapping.
 
-    One item per :class:`~harness.context.CompactionEvent` (``capability`` is the
+    One item per :class:`~harness.capabilities.context.CompactionEvent` (``capability`` is the
     event's ``strategy``), with the ids of the tool calls cleared and dropped, plus the
     totals and the invariant report of the result.
     """
@@ -208,7 +208,7 @@ def compact(
     """
     target = _target(path, out, in_place, force)
     history = read_history_file(path)
-    counter = get_token_counter(model)
+    counter = TokenCounter(model)
     size = counter.count_messages(history.messages)
     window = window or max(size, 1)
     default = format_stack(tiered_stack_entries(target_fraction=0.5))

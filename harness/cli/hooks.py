@@ -12,10 +12,11 @@ from typing import Any, cast
 import click
 from rich.table import Table
 
-from harness import hookspecs
 from harness.cli._app import cli, console, escaped
-from harness.markers import PROJECT_NAME
-from harness.plugins import ASYNC_HOOKS, PluginManager
+from harness.core.markers import PROJECT_NAME
+from harness.hooks import specs as hookspecs
+from harness.hooks.dispatch import ASYNC_HOOKS
+from harness.hooks.manager import PluginManager
 
 _SPEC_ATTR = f"{PROJECT_NAME}_spec"
 
@@ -38,7 +39,7 @@ def hook_rows(manager: PluginManager | None = None) -> list[dict[str, Any]]:
     """One JSON-ready object per hook specification (``harness hooks --json``).
 
     Keys: ``name``; ``kind`` (``"firstresult"``, ``"historic"`` or ``"plain"``);
-    ``calling`` (``"awaited by harness"`` for the hooks :class:`~harness.plugins.PluginManager`
+    ``calling`` (``"awaited by harness"`` for the hooks :class:`~harness.hooks.manager.PluginManager`
     calls itself, awaiting ``async def`` implementations, or ``"sync (pluggy)"``);
     ``signature``; ``summary`` (first docstring line); ``implementers`` (names of the
     installed plugins and capability classes implementing it).

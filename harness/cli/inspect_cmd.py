@@ -16,10 +16,10 @@ import click
 from rich.table import Table
 
 from harness.cli._app import EXIT_PROBLEM, HistoryFile, cli, console, escaped, read_history_file
+from harness.core.messages import ToolCallPart, ToolReturnPart
 from harness.errors import MessageError
 from harness.history import check_invariants
-from harness.messages import ToolCallPart, ToolReturnPart
-from harness.tokens import TokenCounter, get_token_counter
+from harness.tokens import TokenCounter
 
 _READ_TOOLS = frozenset({"read_file", "read", "view", "open", "cat", "cat_file", "view_file", "open_file"})
 _EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool"})
@@ -230,7 +230,7 @@ def inspect(path: Path, as_json: bool, model: str | None, top: int) -> None:
     invariant (a provider would reject it), 2 when the file cannot be read.
     """
     history = read_history_file(path)
-    report = inspect_report(history, get_token_counter(model), top=top)
+    report = inspect_report(history, TokenCounter(model), top=top)
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from harness.cli._app import cli, console, escaped
 from harness.errors import is_experimental
-from harness.plugins import PluginManager
+from harness.hooks.manager import PluginManager
 
 
 def plugin_rows(manager: PluginManager | None = None) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ from harness.cli._app import (
     resolve_cli_stack,
     stack_option,
 )
-from harness.demo.measure import RequestMeasure
+from harness.cli.demo.measure import RequestMeasure
 
 DEFAULT_REPLAY_BUDGET = 8_000
 """Tokens given to the stack when ``--budget`` is not passed."""
@@ -82,17 +82,17 @@ def replay(
       harness replay session.json --stack "dedupe_file_reads clear_tool_results:keep_pairs=3,max_fraction=0.8"
       harness replay --json
     """  # noqa: D301 - click needs the \b marker
-    from harness.config import format_stack
-    from harness.demo.chart import (
+    from harness.cli.demo.chart import (
         comparison_table,
         require_matplotlib,
         summary_line,
         terminal_chart,
         write_png,
     )
-    from harness.demo.runner import run_replay
-    from harness.models.replay import ReplayModel
-    from harness.stacks import default_stack_spec
+    from harness.cli.demo.runner import run_replay
+    from harness.config import format_stack
+    from harness.config.stacks import default_stack_spec
+    from harness.replay.model import ReplayModel
 
     if plot is not None:
         require_matplotlib()
@@ -100,7 +100,7 @@ def replay(
         from harness.wire import load_messages
 
         label = "the embedded demo transcript"
-        history = load_messages(resources.files("harness.demo").joinpath("transcript.json").read_bytes())
+        history = load_messages(resources.files("harness.cli.demo").joinpath("transcript.json").read_bytes())
     else:
         label = str(file)
         history = load_history_file(file)

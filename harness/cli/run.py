@@ -14,12 +14,12 @@ from typing import Any
 
 import click
 
+from harness.capabilities.context import CompactionEvent, RequestContext
 from harness.cli._app import cli, console, escaped, resolve_cli_stack, stack_option
-from harness.context import CompactionEvent, RequestContext
-from harness.markers import hookimpl
-from harness.nodes import CallToolsNode, Node
-from harness.run_context import RunContext
+from harness.core.markers import hookimpl
+from harness.core.nodes import CallToolsNode, Node
 from harness.session import Session
+from harness.tools.context import RunContext
 
 _SESSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _EXIT_WORDS = frozenset({"exit", "quit", ":q"})
@@ -41,7 +41,7 @@ class _Printer:
 
     @hookimpl
     def on_compaction(self, ctx: RequestContext, event: CompactionEvent) -> None:
-        from harness.demo.measure import describe_event
+        from harness.cli.demo.measure import describe_event
 
         self.events += 1
         if self.enabled:
@@ -156,10 +156,10 @@ def run(
       harness run --resume review "And the tests?"
       echo "Summarise README.md" | harness run --json
     """  # noqa: D301 - click needs the \b marker
-    from harness.demo.runner import load_coding_agent, use_structural_digest
+    from harness.cli.demo.runner import load_coding_agent, use_structural_digest
+    from harness.config.stacks import default_stack_spec
+    from harness.hooks.manager import PluginManager
     from harness.models.resolve import resolve_model
-    from harness.plugins import PluginManager
-    from harness.stacks import default_stack_spec
 
     agent_module = load_coding_agent()
     if as_json and interactive:

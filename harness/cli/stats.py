@@ -15,7 +15,7 @@ from rich.table import Table
 
 from harness.cli._app import EXIT_PROBLEM, cli, console, escaped, read_history_file
 from harness.history import check_invariants
-from harness.tokens import get_token_counter
+from harness.tokens import TokenCounter
 
 
 @cli.command(
@@ -36,7 +36,7 @@ def stats(paths: tuple[Path, ...], model: str | None, as_json: bool) -> None:
     For the details of one file see `harness inspect`. Exits with 1 when a file breaks
     an invariant, 2 when a file cannot be read.
     """
-    counter = get_token_counter(model)
+    counter = TokenCounter(model)
     rows: list[dict[str, Any]] = []
     for path in paths:
         history = read_history_file(path)

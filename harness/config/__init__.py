@@ -16,7 +16,7 @@ string, else an explicit configuration file, else a ``harness.toml`` (or a
 ``pyproject.toml`` with a ``[tool.harness]`` table) found in the current folder or one of
 its parents, else a default short-form string.
 
-Every problem raises :class:`StackConfigError` naming the entry (``--stack entry 2``,
+Every problem raises :class:`~harness.errors.StackConfigError` naming the entry (``--stack entry 2``,
 ``harness.toml [[stack]] 3``), the capability, the parameter and the accepted values,
 with a "did you mean" suggestion when a name is close to a known one.
 
@@ -94,7 +94,7 @@ Default triggers
 ----------------
 
 An entry that sets none of ``max_messages``, ``max_tokens`` and ``max_fraction`` gets the
-capability class's ``default_trigger`` (see :attr:`harness.capability.Capability.default_trigger`),
+capability class's ``default_trigger`` (see :attr:`harness.capabilities.base.Capability.default_trigger`),
 so ``clear_tool_results:keep_pairs=3`` is a complete entry. A ``max_fraction`` trigger
 needs the context window: the model's, or the ``context_window`` given to
 :func:`build_stack` (the command line's ``--window`` / ``--budget``).
@@ -105,19 +105,22 @@ from __future__ import annotations
 __all__ = [
     "CONFIG_FILE_NAME",
     "PYPROJECT_FILE_NAME",
-    "StackConfigError",
     "StackEntry",
     "TRIGGER_PARAMETERS",
     "build_stack",
+    "default_stack_entries",
+    "default_stack_spec",
     "find_stack_file",
     "format_stack",
     "installed_capability_classes",
     "load_stack_file",
     "parse_stack",
     "resolve_stack",
+    "tiered_stack_entries",
 ]
 
 from harness.config._build import TRIGGER_PARAMETERS, build_stack, installed_capability_classes, resolve_stack
-from harness.config._entries import StackConfigError, StackEntry
+from harness.config._entries import StackEntry
 from harness.config._files import CONFIG_FILE_NAME, PYPROJECT_FILE_NAME, find_stack_file, load_stack_file
 from harness.config._shortform import format_stack, parse_stack
+from harness.config.stacks import default_stack_entries, default_stack_spec, tiered_stack_entries

@@ -20,13 +20,14 @@ from typing import Any, Final, cast
 
 import attrs
 
-from harness.capability import Capability
+from harness.capabilities.base import Capability
 from harness.config._convert import ANY_SHAPE, MismatchError, Shape, convert, shape_of
-from harness.config._entries import StackConfigError, StackEntry, stack_error
+from harness.config._entries import StackEntry, stack_error
 from harness.config._files import CONFIG_FILE_NAME, PYPROJECT_FILE_NAME, find_stack_file, load_stack_file
 from harness.config._shortform import is_entry_list, parse_stack
-from harness.errors import HarnessError
-from harness.plugins import DISABLE_ENV, LOAD_ENV, PluginManager
+from harness.errors import HarnessError, StackConfigError
+from harness.hooks.entrypoints import DISABLE_ENV, LOAD_ENV
+from harness.hooks.manager import PluginManager
 
 TRIGGER_PARAMETERS: Final = ("max_messages", "max_tokens", "max_fraction")
 """An entry setting none of these gets the capability's ``default_trigger``."""
@@ -181,7 +182,7 @@ def build_stack(
     Args:
         entries: The stack, e.g. from :func:`parse_stack` or :func:`load_stack_file`.
         plugin_manager: Look the classes up in this manager's
-            :meth:`~harness.plugins.PluginManager.available_capabilities` (load its entry
+            :meth:`~harness.hooks.manager.PluginManager.available_capabilities` (load its entry
             points first) instead of the installed entry points.
         context_window: Passed as ``context_window`` to every capability (nested ones
             included) whose constructor accepts it and whose entry does not set it.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from harness.errors import StackConfigError
+
 __all__ = [
     "BARE_STOP",
     "FALSE_WORDS",
@@ -10,7 +12,6 @@ __all__ = [
     "KEY_RE",
     "MAX_DEPTH",
     "NAME_RE",
-    "StackConfigError",
     "StackEntry",
     "TIERS",
     "TRUE_WORDS",
@@ -23,8 +24,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import attrs
-
-from harness.errors import HarnessError
 
 TIERS: Final = "tiers"
 """The parameter the short form's ``NAME[...]`` brackets set."""
@@ -45,39 +44,6 @@ FALSE_WORDS: Final = frozenset({"false", "no", "off", "0"})
 # --------------------------------------------------------------------------------------
 # Entries and errors
 # --------------------------------------------------------------------------------------
-
-
-class StackConfigError(HarnessError, ValueError):
-    """A stack description is malformed, names an unknown capability or parameter, or a value is bad.
-
-    The message names where the entry came from, the capability, the parameter and the
-    accepted names or values, with a "did you mean" suggestion when one is close.
-
-    Attributes:
-        source: Where the entry came from (``"--stack entry 2"``,
-            ``"harness.toml [[stack]] 3"``), or the file or string at fault.
-        entry: The capability name of the entry at fault, when known.
-        parameter: The parameter at fault, when known.
-        accepted: The accepted capability names, parameters or values, when relevant.
-        suggestion: The closest accepted name, when one is close.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        source: str = "",
-        entry: str | None = None,
-        parameter: str | None = None,
-        accepted: Sequence[str] = (),
-        suggestion: str | None = None,
-    ) -> None:
-        self.source = source
-        self.entry = entry
-        self.parameter = parameter
-        self.accepted = tuple(accepted)
-        self.suggestion = suggestion
-        super().__init__(message)
 
 
 def stack_error(

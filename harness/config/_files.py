@@ -14,8 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, cast
 
-from harness.config._entries import NAME_RE, TIERS, StackConfigError, StackEntry, stack_error
+from harness.config._entries import NAME_RE, TIERS, StackEntry, stack_error
 from harness.config._shortform import parse_stack
+from harness.errors import StackConfigError
 
 CONFIG_FILE_NAME: Final = "harness.toml"
 """The dedicated configuration file :func:`find_stack_file` looks for first."""

@@ -13,17 +13,8 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any, Final, cast
 
-from harness.config._entries import (
-    BARE_STOP,
-    FLOAT_RE,
-    INT_RE,
-    KEY_RE,
-    MAX_DEPTH,
-    NAME_RE,
-    TIERS,
-    StackConfigError,
-    StackEntry,
-)
+from harness.config._entries import BARE_STOP, FLOAT_RE, INT_RE, KEY_RE, MAX_DEPTH, NAME_RE, TIERS, StackEntry
+from harness.errors import StackConfigError
 
 # --------------------------------------------------------------------------------------
 # The short form: parsing

@@ -40,7 +40,7 @@ from typing import Any, TypeAlias, cast
 
 import attrs
 
-from harness.messages import (
+from harness.core.messages import (
     CanonicalMessage,
     JsonValue,
     RetryPromptPart,

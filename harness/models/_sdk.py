@@ -12,7 +12,7 @@ __all__ = ["CALL_OPTIONS", "CallOptions", "SDKClientOwner", "apply_extra_setting
 
 from typing import Any, Generic, NamedTuple, Protocol, Self, TypeVar
 
-from harness.models import ModelSettings
+from harness.core.model import ModelSettings
 
 CALL_OPTIONS = ("extra_headers", "extra_query")
 """Keys of ``ModelSettings.extra`` passed to the SDK call itself, not put in the body."""

@@ -2,7 +2,7 @@
 
 Example::
 
-    from harness import Agent
+    from harness.run.agent import Agent
     from harness.models.anthropic import AnthropicModel
 
     agent = Agent(AnthropicModel("claude-sonnet-4-6"))  # ANTHROPIC_API_KEY from the environment
@@ -50,8 +50,7 @@ from typing import Any
 import anthropic
 import attrs
 
-from harness.errors import ModelAuthenticationError
-from harness.messages import (
+from harness.core.messages import (
     CanonicalMessage,
     Part,
     TextPart,
@@ -60,11 +59,12 @@ from harness.messages import (
     UnknownPart,
     Usage,
 )
-from harness.models import ModelSettings, ToolDefinition
+from harness.core.model import ModelSettings, ToolDefinition
+from harness.errors import ModelAuthenticationError
 from harness.models._mapping import ImageBase64, ImageUrl, UserItem, split_request, system_text
 from harness.models._retry import ProviderErrors, RetryPolicy, send_with_retries
 from harness.models._sdk import SDKClientOwner, apply_extra_settings, call_options
-from harness.models.resolve import context_window_for
+from harness.models.context_windows import context_window_for
 
 DEFAULT_MAX_TOKENS = 4096
 """``max_tokens`` sent when neither the settings nor the model set one (the API requires it)."""
@@ -248,7 +248,7 @@ def _usage(data: object) -> Usage | None:
 def from_anthropic_message(data: Mapping[str, Any], *, model_name: str) -> CanonicalMessage:
     """Map a Messages API response (as a JSON object) to a response message.
 
-    Unknown block types (server tools...) are kept as :class:`~harness.messages.UnknownPart`
+    Unknown block types (server tools...) are kept as :class:`~harness.core.messages.UnknownPart`
     with kind ``"anthropic-<type>"`` and are not sent back.
 
     Args:
@@ -314,7 +314,7 @@ class AnthropicModel(SDKClientOwner[anthropic.AsyncAnthropic]):
         base_url: API URL; default ``ANTHROPIC_BASE_URL`` or Anthropic's.
         client: A ready ``anthropic.AsyncAnthropic`` (give it ``max_retries=0``).
         context_window: Context window in tokens; default from
-            :data:`~harness.models.resolve.KNOWN_CONTEXT_WINDOWS` (200k for Claude).
+            :data:`~harness.models.context_windows.KNOWN_CONTEXT_WINDOWS` (200k for Claude).
         max_tokens: ``max_tokens`` when the settings set none (default 4096).
         prompt_caching: Mark the system prompt, the last tool and the newest user turn
             with ``cache_control`` (ephemeral), so long histories are read from the cache.

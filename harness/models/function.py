@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from harness.errors import ModelResponseError
+
 __all__ = ["FunctionInfo", "FunctionModel", "ModelResponseError", "estimate_usage", "finish_response"]
 
 import inspect
@@ -10,13 +12,9 @@ from datetime import UTC, datetime
 
 import attrs
 
-from harness.errors import HarnessError
-from harness.messages import CanonicalMessage, TextPart, Usage
-from harness.models import ModelSettings, ToolDefinition
-
-
-class ModelResponseError(HarnessError):
-    """A model produced something that is not a response message."""
+from harness.core.messages import CanonicalMessage, TextPart, Usage
+from harness.core.model import ModelSettings, ToolDefinition
+from harness.tokens import TokenCounter
 
 
 @attrs.frozen
@@ -39,12 +37,23 @@ ModelFunction = Callable[[list[CanonicalMessage], FunctionInfo], FunctionReturn 
 
 
 def estimate_usage(
-    model_name: str, messages: Sequence[CanonicalMessage], response: CanonicalMessage
+    model_name: str,
+    messages: Sequence[CanonicalMessage],
+    response: CanonicalMessage,
+    *,
+    counter: TokenCounter | None = None,
 ) -> Usage:
-    """Estimate a request's usage with the shared token counter for ``model_name``."""
-    from harness.tokens import get_token_counter
+    """Estimate a request's usage by counting its messages and its response.
 
-    counter = get_token_counter(model_name)
+    Args:
+        model_name: The model's name (picks the tokenizer when ``counter`` is ``None``).
+        messages: The messages sent.
+        response: The response received.
+        counter: The token counter to use; pass the model's own to reuse its caches
+            between requests. Default: a new ``TokenCounter(model_name)``.
+    """
+    if counter is None:
+        counter = TokenCounter(model_name)
     return Usage(
         request_tokens=counter.count_messages(messages),
         response_tokens=counter.count_message(response),
@@ -57,11 +66,13 @@ def finish_response(
     model_name: str,
     messages: Sequence[CanonicalMessage],
     source: str,
+    counter: TokenCounter | None = None,
 ) -> CanonicalMessage:
     """Turn what a test model produced into a complete response message.
 
     A string becomes a response with one text part; ``model_name``, ``timestamp`` and an
-    estimated ``usage`` are filled in when missing.
+    estimated ``usage`` (counted with ``counter``, see :func:`estimate_usage`) are filled
+    in when missing.
 
     Raises:
         ModelResponseError: ``result`` is neither a string nor a response message.
@@ -81,7 +92,7 @@ def finish_response(
     if response.timestamp is None:
         changes["timestamp"] = datetime.now(UTC)
     if response.usage is None:
-        changes["usage"] = estimate_usage(model_name, messages, response)
+        changes["usage"] = estimate_usage(model_name, messages, response, counter=counter)
     return response.replace(**changes) if changes else response
 
 
@@ -108,6 +119,7 @@ class FunctionModel:
         self.fn = fn
         self._model_name = model_name
         self._context_window = context_window
+        self._tokens = TokenCounter(model_name)  # estimates usage; its caches span requests
         self.requests: list[list[CanonicalMessage]] = []
         """Every message list this model was sent, in order (for assertions in tests)."""
 
@@ -162,5 +174,9 @@ class FunctionModel:
         if inspect.isawaitable(result):
             result = await result
         return finish_response(
-            result, model_name=self._model_name, messages=sent, source="FunctionModel function"
+            result,
+            model_name=self._model_name,
+            messages=sent,
+            source="FunctionModel function",
+            counter=self._tokens,
         )

@@ -3,7 +3,7 @@
 Works against OpenAI and any server speaking the Chat Completions API: Ollama, vLLM, LM
 Studio, llama.cpp's server, OpenRouter... Point ``base_url`` at it::
 
-    from harness import Agent
+    from harness.run.agent import Agent
     from harness.models.openai import OpenAIModel
 
     agent = Agent(OpenAIModel("gpt-4o-mini"))  # OPENAI_API_KEY from the environment
@@ -25,7 +25,7 @@ Mapping (canonical -> Chat Completions):
 Mapping back: ``content`` -> text, ``refusal`` -> text, ``reasoning_content`` /
 ``reasoning`` (DeepSeek, vLLM, Ollama, OpenRouter) -> thinking, ``tool_calls`` -> tool calls
 with ``arguments`` parsed (kept as the raw string when not a JSON object, so the loop asks
-the model to fix them), ``usage`` -> :class:`~harness.messages.Usage`.
+the model to fix them), ``usage`` -> :class:`~harness.core.messages.Usage`.
 """
 
 from __future__ import annotations
@@ -47,16 +47,9 @@ from typing import Any, Literal
 
 import openai
 
+from harness.core.messages import CanonicalMessage, Part, TextPart, ThoughtPart, ToolCallPart, Usage
+from harness.core.model import ModelSettings, ToolDefinition
 from harness.errors import ModelAuthenticationError, ModelError
-from harness.messages import (
-    CanonicalMessage,
-    Part,
-    TextPart,
-    ThoughtPart,
-    ToolCallPart,
-    Usage,
-)
-from harness.models import ModelSettings, ToolDefinition
 from harness.models._mapping import (
     ImageUrl,
     ToolResult,
@@ -69,7 +62,7 @@ from harness.models._mapping import (
 )
 from harness.models._retry import ProviderErrors, RetryPolicy, send_with_retries
 from harness.models._sdk import SDKClientOwner, apply_extra_settings, call_options
-from harness.models.resolve import context_window_for
+from harness.models.context_windows import context_window_for
 
 _ERRORS = ProviderErrors(
     provider="openai",
@@ -312,7 +305,7 @@ class OpenAIModel(SDKClientOwner[openai.AsyncOpenAI]):
         client: A ready ``openai.AsyncOpenAI`` (overrides ``api_key`` / ``base_url``;
             give it ``max_retries=0`` so only harness retries).
         context_window: Context window in tokens; default from
-            :data:`~harness.models.resolve.KNOWN_CONTEXT_WINDOWS`.
+            :data:`~harness.models.context_windows.KNOWN_CONTEXT_WINDOWS`.
         retry: Retry policy (default :class:`RetryPolicy()`).
         timeout: Default seconds per attempt (``ModelSettings.timeout`` overrides it).
         system_role: ``"system"`` or ``"developer"``.

@@ -7,9 +7,10 @@ __all__ = ["TestModel", "example_for_schema"]
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.messages import CanonicalMessage, RetryPromptPart, ToolCallPart, ToolReturnPart
-from harness.models import ModelSettings, ToolDefinition
+from harness.core.messages import CanonicalMessage, RetryPromptPart, ToolCallPart, ToolReturnPart
+from harness.core.model import ModelSettings, ToolDefinition
 from harness.models.function import finish_response
+from harness.tokens import TokenCounter
 
 
 def example_for_schema(schema: Mapping[str, Any]) -> Any:
@@ -72,6 +73,7 @@ class TestModel:
         self.final_text = final_text
         self.call_tools = None if call_tools is None else tuple(call_tools)
         self._counter = 0
+        self._tokens = TokenCounter(model_name)  # estimates usage; its caches span requests
 
     @property
     def model_name(self) -> str:
@@ -106,4 +108,6 @@ class TestModel:
                 args: dict[str, Any] = dict(generated) if isinstance(generated, dict) else {}  # pyright: ignore[reportUnknownArgumentType]
                 calls.append(ToolCallPart(f"test_call_{self._counter}", tool.name, args))
             result = CanonicalMessage.response(*calls)
-        return finish_response(result, model_name=self._model_name, messages=messages, source="TestModel")
+        return finish_response(
+            result, model_name=self._model_name, messages=messages, source="TestModel", counter=self._tokens
+        )

@@ -8,7 +8,7 @@ pytest fixtures of :mod:`harness.testing.pytest_plugin` available in every test
 
 * :class:`HistoryBuilder`: histories with parallel calls, retries and thinking in a few lines.
 * :func:`scripted_model` / :func:`tool_call`: a model that plays a list of responses.
-* :class:`HookRecorder`: every hook call a :class:`~harness.plugins.PluginManager` makes.
+* :class:`HookRecorder`: every hook call a :class:`~harness.hooks.manager.PluginManager` makes.
 * :func:`assert_invariants`, :func:`assert_no_split_tool_pairs`, :func:`assert_request_kept`,
   :func:`assert_user_prompts_kept`: assertions about what a transformation did.
 * :func:`check_plugin` / :func:`assert_plugin_valid`: a plugin against the hook
@@ -25,13 +25,11 @@ from __future__ import annotations
 __all__ = [
     "KNOWN_CAPABILITY_NAMES",
     "OTHER_STRATEGY_MARK",
-    "HistoryBuildError",
     "HistoryBuilder",
     "HookCall",
     "HookRecorder",
     "Problem",
     "Registrar",
-    "ScriptError",
     "ScriptedCall",
     "assert_history_unchanged",
     "assert_invariants",
@@ -62,9 +60,9 @@ from harness.testing.assertions import (
     assert_transformation_safe,
     assert_user_prompts_kept,
 )
-from harness.testing.builders import HistoryBuilder, HistoryBuildError, make_context
+from harness.testing.builders import HistoryBuilder, make_context
 from harness.testing.checks import KNOWN_CAPABILITY_NAMES, Problem, assert_plugin_valid, check_plugin
-from harness.testing.models import ScriptedCall, ScriptError, scripted_model, tool_call
+from harness.testing.models import ScriptedCall, scripted_model, tool_call
 from harness.testing.properties import check_capability_invariants
 from harness.testing.recording import HookCall, HookRecorder, Registrar
 from harness.testing.replay import OTHER_STRATEGY_MARK, assert_memo_matches_fresh, clearable_returns

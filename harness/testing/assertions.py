@@ -30,14 +30,14 @@ from collections.abc import Sequence
 
 import attrs
 
-from harness.history import check_invariants
-from harness.messages import (
+from harness.core.messages import (
     CanonicalMessage,
     RetryPromptPart,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
 )
+from harness.history import check_invariants
 
 _MAX_LISTED = 5
 

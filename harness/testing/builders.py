@@ -25,8 +25,9 @@ responses always alternate. Tool call ids are ``call_1``, ``call_2``... unless g
 
 from __future__ import annotations
 
+from harness.errors import HistoryBuildError
+
 __all__ = [
-    "HistoryBuildError",
     "HistoryBuilder",
     "ToolArgs",
     "make_context",
@@ -35,10 +36,8 @@ __all__ = [
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
-from harness.context import RequestContext
-from harness.errors import HarnessError, MessageError
-from harness.history import check_invariants
-from harness.messages import (
+from harness.capabilities.context import RequestContext
+from harness.core.messages import (
     CanonicalMessage,
     JsonValue,
     Part,
@@ -50,18 +49,16 @@ from harness.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from harness.tokens import get_token_counter
+from harness.errors import MessageError
+from harness.history import check_invariants
+from harness.tokens import TokenCounter
 
 if TYPE_CHECKING:
-    from harness.models import Model
-    from harness.plugins import PluginManager
+    from harness.core.model import Model
+    from harness.hooks.manager import PluginManager
 
 ToolArgs = Mapping[str, Any] | str | None
 """Arguments of a tool call: a mapping, a JSON string (OpenAI style) or ``None``."""
-
-
-class HistoryBuildError(HarnessError):
-    """A :class:`HistoryBuilder` was asked for a history it cannot or should not build."""
 
 
 class HistoryBuilder:
@@ -305,9 +302,10 @@ def make_context(
     model_name: str | None = None,
     context_window: int | None = None,
     manager: PluginManager | None = None,
+    token_counter: TokenCounter | None = None,
     **fields: Any,
 ) -> RequestContext:
-    """A :class:`~harness.context.RequestContext` over a copy of ``messages``, as a run builds it.
+    """A :class:`~harness.capabilities.RequestContext` over a copy of ``messages``, as a run builds it.
 
     Args:
         messages: The history (normally ending with the request being sent); copied.
@@ -315,15 +313,18 @@ def make_context(
         model_name: The model's name; picks the tokenizer.
         context_window: The context window in tokens.
         manager: Supplies the token counter (honouring ``count_tokens`` plugins).
+        token_counter: The token counter to use (reuse one across contexts to keep its
+            caches); default: the manager's, else a new ``TokenCounter(model_name)``.
         fields: Other :class:`RequestContext` fields (``usage``, ``requests``, ``state``...).
     """
     if model is not None:
         model_name = model_name or model.model_name
         context_window = context_window or model.context_window
-    counter = manager.token_counter(model_name) if manager is not None else get_token_counter(model_name)
+    if token_counter is None:
+        token_counter = manager.token_counter(model_name) if manager is not None else TokenCounter(model_name)
     return RequestContext(
         messages=list(messages),
-        token_counter=counter,
+        token_counter=token_counter,
         model=model,
         model_name=model_name,
         context_window=context_window,

@@ -1,7 +1,7 @@
 """Check a plugin or capability against the hook specifications and the ordering rules.
 
 :func:`check_plugin` finds, without running the plugin, every mistake that
-:class:`harness.plugins.PluginManager` would reject at registration or that would make a
+:class:`harness.hooks.manager.PluginManager` would reject at registration or that would make a
 hook silently never run, and returns them all (registration stops at the first). The
 rules, with their :attr:`Problem.code`:
 
@@ -61,11 +61,14 @@ from typing import Final, Literal, cast
 import attrs
 import pluggy
 
-from harness import hookspecs
-from harness.capability import Capability
+from harness.capabilities.base import Capability
+from harness.core.markers import PROJECT_NAME
 from harness.errors import CapabilityOrderError, HarnessExperimentalWarning, PluginLoadError
-from harness.markers import PROJECT_NAME
-from harness.plugins import ASYNC_HOOKS, ENTRY_POINT_GROUP, PluginManager, order_capabilities
+from harness.hooks import specs as hookspecs
+from harness.hooks.dispatch import ASYNC_HOOKS
+from harness.hooks.entrypoints import ENTRY_POINT_GROUP
+from harness.hooks.manager import PluginManager
+from harness.hooks.ordering import order_capabilities
 
 KNOWN_CAPABILITY_NAMES: Final = frozenset(
     {"sliding_window", "clear_tool_results", "dedupe_file_reads", "limit_warner", "summarizing", "tiered"}
@@ -368,7 +371,7 @@ def check_plugin(
     """Check a plugin, a capability instance or a capability class; return every problem found.
 
     The plugin is never called: hooks are inspected, and registration is tried in a
-    scratch :class:`~harness.plugins.PluginManager` (followed by pluggy's
+    scratch :class:`~harness.hooks.manager.PluginManager` (followed by pluggy's
     ``check_pending``). Ordering is checked against the capabilities of ``manager`` and
     every capability class installed through the ``harness`` entry-point group.
 

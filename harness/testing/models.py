@@ -13,13 +13,15 @@
 
 Each step is one model response: a string (a text part), a part, a :func:`tool_call`,
 a list of those (one response holding them all), a complete response
-:class:`~harness.messages.CanonicalMessage`, or a function called like a
+:class:`~harness.core.messages.CanonicalMessage`, or a function called like a
 :class:`~harness.models.function.FunctionModel` function. Asking for more responses than
-there are steps raises :class:`~harness.models.function.ModelResponseError`. The model
+there are steps raises :class:`~harness.errors.ModelResponseError`. The model
 records every message list it was sent in ``model.requests``.
 """
 
 from __future__ import annotations
+
+from harness.errors import ScriptError
 
 __all__ = ["ScriptError", "ScriptedCall", "Step", "scripted_model", "tool_call"]
 
@@ -28,13 +30,9 @@ from typing import Any
 
 import attrs
 
-from harness.errors import HarnessError, MessageError
-from harness.messages import CanonicalMessage, Part, TextPart, ToolCallPart
+from harness.core.messages import CanonicalMessage, Part, TextPart, ToolCallPart
+from harness.errors import MessageError
 from harness.models.function import FunctionModel, FunctionReturn, ModelFunction
-
-
-class ScriptError(HarnessError):
-    """A step of a scripted model cannot become a response."""
 
 
 @attrs.frozen

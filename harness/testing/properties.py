@@ -17,14 +17,14 @@ __all__ = ["check_capability_invariants"]
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from harness.compaction import compact_sync
-from harness.messages import CanonicalMessage
+from harness.core.messages import CanonicalMessage
+from harness.run.compaction import compact_sync
 from harness.testing.assertions import assert_transformation_safe
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
-    from harness.models import Model
+    from harness.core.model import Model
 
 
 def check_capability_invariants(
@@ -43,7 +43,7 @@ def check_capability_invariants(
     """Run a capability over generated histories and assert the history invariants.
 
     For each example a fresh capability from ``capability_factory`` runs through
-    :func:`harness.compaction.compact_sync` (so ordering, the invariant guard and events
+    :func:`harness.run.compaction.compact_sync` (so ordering, the invariant guard and events
     apply exactly as in a run), then :func:`~harness.testing.assert_transformation_safe`
     checks the result: no invariant broken, no tool call split from its answers, the
     request being sent kept, and (with ``user_prompts``) no user prompt lost. A

@@ -5,7 +5,7 @@ is then available in any test without an import. ``pytest -p no:harness`` disabl
 
 Fixtures (all function-scoped, all prefixed ``harness_`` so they never shadow yours):
 
-* ``harness_plugin_manager``: a fresh :class:`~harness.plugins.PluginManager` with no
+* ``harness_plugin_manager``: a fresh :class:`~harness.hooks.manager.PluginManager` with no
   plugin registered and no entry point loaded (call ``load_entrypoint_plugins()`` for
   the installed ones).
 * ``harness_register``: a :class:`~harness.testing.Registrar` for that manager:
@@ -16,7 +16,7 @@ Fixtures (all function-scoped, all prefixed ``harness_`` so they never shadow yo
 * ``harness_scripted_model``: :func:`~harness.testing.scripted_model`, a factory of
   models playing a list of steps (texts, tool calls, parallel calls, thinking).
 * ``harness_history``: a new :class:`~harness.testing.HistoryBuilder`.
-* ``harness_context``: a factory of :class:`~harness.context.RequestContext` objects
+* ``harness_context``: a factory of :class:`~harness.capabilities.context.RequestContext` objects
   over a history, whose token counter honours the manager's ``count_tokens`` plugins.
 """
 
@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from harness.context import RequestContext
-    from harness.messages import CanonicalMessage
+    from harness.capabilities.context import RequestContext
+    from harness.core.messages import CanonicalMessage
+    from harness.hooks.manager import PluginManager
     from harness.models.function import FunctionModel
-    from harness.plugins import PluginManager
     from harness.testing.builders import HistoryBuilder
     from harness.testing.recording import HookRecorder, Registrar
 
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 @pytest.fixture
 def harness_plugin_manager() -> PluginManager:
     """A fresh plugin manager: nothing registered, no entry point loaded."""
-    from harness.plugins import PluginManager
+    from harness.hooks.manager import PluginManager
 
     return PluginManager()
 

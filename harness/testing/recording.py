@@ -1,4 +1,4 @@
-"""Record the hook calls a :class:`~harness.plugins.PluginManager` makes, and register plugins for a while.
+"""Record the hook calls a :class:`~harness.hooks.PluginManager` makes, and register plugins for a while.
 
 pluggy's ``add_hookcall_monitoring`` only sees hooks pluggy dispatches (``count_tokens``
 and other decision hooks). The context hooks (``before_model_request``, ``after_node``,
@@ -28,10 +28,11 @@ from typing import Any, Self, cast
 import attrs
 import pluggy
 
-from harness.capability import Capability
-from harness.context import CompactionEvent, RequestContext
-from harness.messages import CanonicalMessage
-from harness.plugins import PluginManager, capability_name
+from harness.capabilities.base import Capability
+from harness.capabilities.context import CompactionEvent, RequestContext
+from harness.core.messages import CanonicalMessage
+from harness.hooks.manager import PluginManager
+from harness.hooks.ordering import capability_name
 
 _CONTEXT_METHODS: Mapping[str, tuple[str, tuple[str, ...]]] = {
     "run_before_model_request": ("before_model_request", ("ctx",)),
@@ -234,7 +235,7 @@ class HookRecorder:
 class Registrar:
     """Registers plugins and capabilities in a manager and removes them again.
 
-    ``registrar(obj)`` registers a :class:`~harness.capability.Capability` instance with
+    ``registrar(obj)`` registers a :class:`~harness.capabilities.base.Capability` instance with
     ``add_capabilities`` (so ordering applies) and anything else with ``register``;
     :meth:`unregister_all` (called by the ``harness_register`` fixture at teardown)
     removes everything it added that is still registered, newest first.

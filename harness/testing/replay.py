@@ -23,9 +23,16 @@ from typing import Any
 
 import attrs
 
-from harness.context import RequestContext
-from harness.messages import CanonicalMessage, Part, ToolReturnPart, harness_mark, replace, with_harness_mark
-from harness.tokens import get_token_counter
+from harness.capabilities.context import RequestContext
+from harness.core.messages import (
+    CanonicalMessage,
+    Part,
+    ToolReturnPart,
+    harness_mark,
+    replace,
+    with_harness_mark,
+)
+from harness.tokens import TokenCounter
 
 OTHER_STRATEGY_MARK = "other"
 """The ``cleared`` mark of a return "another strategy" cleared during a replay."""
@@ -88,7 +95,7 @@ def assert_memo_matches_fresh(
         AssertionError: The remembered and the fresh run diverged; names the request.
     """
     make_fresh = fresh if fresh is not None else lambda: attrs.evolve(capability)
-    counter = get_token_counter()
+    counter = TokenCounter()
     kept: list[CanonicalMessage] = []
     scratch: list[CanonicalMessage] = []
     for index, message in enumerate(messages):

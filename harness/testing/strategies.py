@@ -36,7 +36,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from harness.messages import (
+from harness.core.messages import (
     CanonicalMessage,
     JsonValue,
     Part,

@@ -17,9 +17,9 @@ __all__ = ["SYSTEM_PROMPT", "build_agent"]
 import os
 from collections.abc import Sequence
 
-from harness.agent import Agent
-from harness.models import Model
-from harness.plugins import PluginManager
+from harness.core import Model
+from harness.hooks import PluginManager
+from harness.run import Agent
 from harness_coding_agent.tools import CodingTools
 
 SYSTEM_PROMPT = """\
@@ -56,7 +56,7 @@ def build_agent(
     continue or save a conversation.
 
     Args:
-        model: Any :class:`harness.models.Model` (the scripted model, a provider model...).
+        model: Any :class:`harness.core.model.Model` (the scripted model, a provider model...).
         root: The folder the tools may read.
         stack: Capabilities run before every model request (compaction, warnings).
         system_prompt: Replaces :data:`SYSTEM_PROMPT`.

@@ -3,7 +3,7 @@
 Register it on the plugin manager that resolves model strings::
 
     from harness.models.resolve import resolve_model
-    from harness.plugins import PluginManager
+    from harness.hooks import PluginManager
     from harness_coding_agent import provider
 
     manager = PluginManager()
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 __all__ = ["SCRIPTED_CONTEXT_WINDOW", "resolve_model"]
 
-from harness.markers import hookimpl
-from harness.models import Model
+from harness.core import Model
+from harness.hooks import hookimpl
 from harness_coding_agent.scripted import SCRIPTED_MODEL_NAME, scripted_model
 
 SCRIPTED_CONTEXT_WINDOW = 8_000

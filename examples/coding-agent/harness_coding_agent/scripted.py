@@ -7,7 +7,8 @@ its context, and ends with an answer written from those notes, so the answer des
 the folder it was really given:
 
 1. list the folder, then read its README and list two sub-folders;
-2. read the largest Python files, one request each, reading the first two of them a
+2. read the largest Python files seen in those listings (the folder's own and the two
+   sub-folders'), one request each, reading the first two of them a
    second time a little later (an agent checking its facts: the repeated reads give
    ``dedupe_file_reads`` something to do);
 3. search the text for class definitions, count lines with ``wc -l`` and ask
@@ -36,7 +37,7 @@ from typing import Any
 
 import attrs
 
-from harness.messages import (
+from harness.core import (
     CanonicalMessage,
     RetryPromptPart,
     TextPart,
@@ -68,6 +69,7 @@ class _Notes:
     folders: list[str] = attrs.field(factory=list[str])
     files: dict[str, int] = attrs.field(factory=dict[str, int])
     subfolders: dict[str, list[str]] = attrs.field(factory=dict[str, list[str]])
+    nested_files: dict[str, int] = attrs.field(factory=dict[str, int])
     reads: dict[str, tuple[int, list[str]]] = attrs.field(factory=dict[str, tuple[int, list[str]]])
     failures: list[str] = attrs.field(factory=list[str])
     classes: list[tuple[str, str]] = attrs.field(factory=list[tuple[str, str]])
@@ -128,6 +130,8 @@ class ScriptedExplorer:
 
     def _next(self) -> CanonicalMessage | str:
         if not self.plan and self.stage == "explore-listed":
+            self._plan_survey()
+        if not self.plan and self.stage == "explore-surveyed":
             self._plan_exploration()
         if not self.plan:
             self.stage = "idle"
@@ -141,16 +145,23 @@ class ScriptedExplorer:
             parts.append(ToolCallPart(call_id, name, args))
         return CanonicalMessage.response(TextPart(self._narrate(step)), *parts)
 
-    def _plan_exploration(self) -> None:
+    def _plan_survey(self) -> None:
+        """Read the README and list the first two sub-folders."""
         notes = self.notes
         first: list[tuple[str, dict[str, Any]]] = []
         readme = next((f for f in notes.files if f.lower().startswith("readme")), None)
         if readme is not None:
             first.append(("read_file", {"path": readme, "limit": 60}))
         first += [("list_dir", {"path": folder}) for folder in notes.folders[:2]]
-        python = sorted((f for f in notes.files if f.endswith(".py")), key=lambda f: (-notes.files[f], f))
+        self.plan = [first] if first else []
+        self.stage = "explore-surveyed"
+
+    def _plan_exploration(self) -> None:
+        notes = self.notes
+        sizes = {**notes.files, **notes.nested_files}
+        python = sorted((f for f in sizes if f.endswith(".py")), key=lambda f: (-sizes[f], f))
         chosen = python[: self.files_to_read]
-        plan: list[list[tuple[str, dict[str, Any]]]] = [first] if first else []
+        plan: list[list[tuple[str, dict[str, Any]]]] = []
         reads: list[list[tuple[str, dict[str, Any]]]] = [
             [("read_file", {"path": path, "limit": self.lines_per_read})] for path in chosen
         ]
@@ -213,7 +224,9 @@ class ScriptedExplorer:
                 notes.folders = [f for f in folders if not f.startswith((".", "__"))]
                 notes.files = files
             else:
-                notes.subfolders[str(args["path"])] = [*[f"{f}/" for f in folders], *files]
+                folder = str(args["path"]).rstrip("/")
+                notes.subfolders[folder] = [*[f"{f}/" for f in folders], *files]
+                notes.nested_files.update({f"{folder}/{name}": size for name, size in files.items()})
         elif name == "read_file":
             header = _READ_HEADER.match(lines[0]) if lines else None
             total = int(header["total"]) if header else len(lines) - 1

@@ -2,7 +2,7 @@
 
 Every tool is confined to one root folder. A path that leads outside it (``..``, an
 absolute path elsewhere, a symbolic link pointing out) is refused with
-:class:`~harness.tools.ToolRetry`, so the model learns why and can try again. Outputs are
+:class:`~harness.errors.ToolRetry`, so the model learns why and can try again. Outputs are
 capped so one call cannot flood the context window.
 
 Example::
@@ -28,7 +28,8 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from harness.tools import Tool, ToolRetry
+from harness.errors import ToolRetry
+from harness.tools import Tool
 
 ALLOWED_COMMANDS: frozenset[str] = frozenset({"ls", "cat", "head", "tail", "wc", "grep", "find", "git"})
 """Programs ``run_shell`` may start."""

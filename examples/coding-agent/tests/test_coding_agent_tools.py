@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from harness_coding_agent.tools import CodingTools
 
-from harness.tools import ToolRetry
+from harness.errors import ToolRetry
 
 
 @pytest.fixture

@@ -22,19 +22,11 @@ from typing import Any, ClassVar
 
 import attrs
 
-from harness.capability import Capability, Trigger
-from harness.context import RequestContext
+from harness.capabilities import Capability, RequestContext, Trigger
+from harness.core import CanonicalMessage, Part, ToolCallPart, ToolReturnPart, harness_mark, marked_metadata
+from harness.core import replace as evolve
 from harness.errors import MessageError
 from harness.history import PartCounter
-from harness.messages import (
-    CanonicalMessage,
-    Part,
-    ToolCallPart,
-    ToolReturnPart,
-    harness_mark,
-    marked_metadata,
-)
-from harness.messages import replace as evolve
 
 DEFAULT_PLACEHOLDER = "[tool result cleared]"
 """Content that replaces a cleared tool result (the reference implementation's text)."""

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from harness_clear_tool_results import DEFAULT_PLACEHOLDER, ClearToolResults
 
-from harness.agent import Agent
-from harness.context import CompactionEvent, RequestContext
+from harness.capabilities import CompactionEvent, RequestContext
+from harness.core import CanonicalMessage, ToolCallPart, ToolReturnPart, harness_mark
 from harness.history import check_invariants
-from harness.markers import hookimpl
-from harness.messages import CanonicalMessage, ToolCallPart, ToolReturnPart, harness_mark
+from harness.hooks import PluginManager, hookimpl
 from harness.models.function import FunctionInfo, FunctionModel
-from harness.plugins import PluginManager
+from harness.run import Agent
 
 OUTPUT = "total 42\n" + "-rw-r--r-- 1 user user 1024 file.py\n" * 30
 

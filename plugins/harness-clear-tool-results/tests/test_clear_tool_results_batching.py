@@ -12,9 +12,9 @@ import asyncio
 
 from harness_clear_tool_results import ClearToolResults
 
-from harness.context import RequestContext
-from harness.messages import CanonicalMessage, TextPart, ToolCallPart, ToolReturnPart
-from harness.tokens import get_token_counter
+from harness.capabilities import RequestContext
+from harness.core import CanonicalMessage, TextPart, ToolCallPart, ToolReturnPart
+from harness.tokens import TokenCounter
 
 OUTPUT = "line of tool output\n" * 40
 
@@ -24,7 +24,7 @@ def simulate(cap: ClearToolResults, steps: int) -> tuple[list[int], list[int], l
     messages: list[CanonicalMessage] = [CanonicalMessage.user("fix the bug")]
     changed: list[int] = []
     cleared: list[int] = []
-    counter = get_token_counter()
+    counter = TokenCounter()
     for i in range(steps):
         before = list(messages)
         messages.append(
@@ -65,7 +65,7 @@ def test_a_larger_trigger_gives_larger_batches() -> None:
 
 
 def test_token_trigger_clears_in_batches() -> None:
-    counter = get_token_counter()
+    counter = TokenCounter()
     per_step = counter.count_text(OUTPUT)
     # Room for about 12 results: after a clear only 3 remain, so ~9 steps pass before the next.
     cap = ClearToolResults(max_tokens=per_step * 12, keep_pairs=3)
@@ -77,7 +77,7 @@ def test_token_trigger_clears_in_batches() -> None:
 def test_min_clear_tokens_enforces_a_minimum_batch() -> None:
     # As the uncleared remainder (texts, calls, placeholders) approaches a token limit, a
     # plain token trigger fires more and more often; min_clear_tokens keeps batches large.
-    counter = get_token_counter()
+    counter = TokenCounter()
     per_step = counter.count_text(OUTPUT)
     plain = ClearToolResults(max_tokens=per_step * 12, keep_pairs=3)
     batched = ClearToolResults(max_tokens=per_step * 12, keep_pairs=3, min_clear_tokens=per_step * 5)

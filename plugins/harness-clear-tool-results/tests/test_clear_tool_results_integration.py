@@ -1,4 +1,4 @@
-"""ClearToolResults on the transcript corpus, through harness.compaction, and its import warning."""
+"""ClearToolResults on the transcript corpus, through harness.run.compaction, and its import warning."""
 
 from __future__ import annotations
 
@@ -10,13 +10,12 @@ from pathlib import Path
 
 from harness_clear_tool_results import DEFAULT_PLACEHOLDER, ClearToolResults
 
-from harness.compaction import compact, compact_sync
-from harness.context import CompactionEvent, RequestContext
+from harness.capabilities import CompactionEvent, RequestContext
+from harness.core import CanonicalMessage, ToolCallPart, ToolReturnPart, harness_mark
 from harness.history import check_invariants
-from harness.markers import hookimpl
-from harness.messages import CanonicalMessage, ToolCallPart, ToolReturnPart, harness_mark
-from harness.plugins import PluginManager
-from harness.tokens import get_token_counter
+from harness.hooks import PluginManager, hookimpl
+from harness.run import compact, compact_sync
+from harness.tokens import TokenCounter
 from harness.wire import dump_messages, load_messages
 
 BIG = "x = compute(value)\n" * 60
@@ -34,7 +33,7 @@ def test_every_corpus_file(corpus_file: Path, record_property: Callable[[str, ob
     messages = load_messages(corpus_file.read_bytes())
     violations_before = check_invariants(messages)
     cap = ClearToolResults(max_messages=1, keep_pairs=3, clear_tool_inputs=True)
-    ctx = RequestContext(messages=list(messages), token_counter=get_token_counter())
+    ctx = RequestContext(messages=list(messages), token_counter=TokenCounter())
     asyncio.run(cap.compact(ctx, reason="corpus"))
     result = ctx.messages
     assert check_invariants(result) == violations_before == []
@@ -51,7 +50,7 @@ def test_every_corpus_file(corpus_file: Path, record_property: Callable[[str, ob
         assert event.tokens_before == tokens_before
         assert event.tokens_after == tokens_after < tokens_before
     # Idempotent on real transcripts too.
-    again = RequestContext(messages=list(result), token_counter=get_token_counter())
+    again = RequestContext(messages=list(result), token_counter=ctx.token_counter)
     asyncio.run(cap.compact(again))
     assert again.events == []
 

@@ -9,9 +9,8 @@ from harness_clear_tool_results import CLEARED_ARGS_KEY, ClearToolResults
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from harness.context import RequestContext
-from harness.history import check_invariants, tool_pairs
-from harness.messages import (
+from harness.capabilities import RequestContext
+from harness.core import (
     CanonicalMessage,
     RetryPromptPart,
     SystemPromptPart,
@@ -20,9 +19,10 @@ from harness.messages import (
     UserPromptPart,
     harness_mark,
 )
+from harness.history import check_invariants, tool_pairs
 from harness.testing import assert_memo_matches_fresh, clearable_returns
 from harness.testing.strategies import TOOL_NAMES, histories
-from harness.tokens import get_token_counter
+from harness.tokens import TokenCounter
 
 configs = st.builds(
     ClearToolResults,
@@ -36,7 +36,7 @@ configs = st.builds(
 
 
 def compact(cap: ClearToolResults, messages: list[CanonicalMessage]) -> RequestContext:
-    ctx = RequestContext(messages=list(messages), token_counter=get_token_counter())
+    ctx = RequestContext(messages=list(messages), token_counter=TokenCounter())
     asyncio.run(cap.compact(ctx, reason="property"))
     return ctx
 
@@ -146,10 +146,11 @@ def test_trigger_batches_over_a_generated_run(data: st.DataObject) -> None:
     steps = data.draw(st.integers(5, 40))
     messages: list[CanonicalMessage] = [CanonicalMessage.user("task")]
     fired: list[int] = []
+    counter = TokenCounter()  # one per run, as the agent owns it
     for i in range(steps):
         messages.append(CanonicalMessage.response(ToolCallPart(f"c{i}", "bash", {"command": "ls"})))
         messages.append(CanonicalMessage.request(ToolReturnPart(f"c{i}", "bash", "output " * 30)))
-        ctx = RequestContext(messages=messages, token_counter=get_token_counter())
+        ctx = RequestContext(messages=messages, token_counter=counter)
         asyncio.run(cap.before_model_request(ctx))
         if ctx.events:
             fired.append(i)

@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 from harness_clear_tool_results import CLEARED_ARGS_KEY, DEFAULT_PLACEHOLDER, ClearToolResults
 
-from harness.context import CompactionEvent, RequestContext
-from harness.errors import CapabilityError
-from harness.messages import (
+from harness.capabilities import CompactionEvent, RequestContext
+from harness.core import (
     CanonicalMessage,
     RetryPromptPart,
     TextPart,
@@ -20,13 +19,14 @@ from harness.messages import (
     harness_mark,
     with_harness_mark,
 )
-from harness.tokens import get_token_counter
+from harness.errors import CapabilityError
+from harness.tokens import TokenCounter
 
 BIG = "result line\n" * 50
 
 
 def ctx_for(messages: list[CanonicalMessage], **kw: Any) -> RequestContext:
-    return RequestContext(messages=list(messages), token_counter=get_token_counter(), **kw)
+    return RequestContext(messages=list(messages), token_counter=TokenCounter(), **kw)
 
 
 def step(i: int, tool: str = "read_file", content: Any = BIG, args: Any = None) -> list[CanonicalMessage]:
@@ -291,7 +291,7 @@ async def test_min_clear_tokens_skips_a_small_clear() -> None:
 
 
 async def test_min_clear_tokens_lets_a_large_clear_through() -> None:
-    counter = get_token_counter()
+    counter = TokenCounter()
     one = counter.count_text(BIG)
     ctx = await run(ClearToolResults(max_messages=1, keep_pairs=0, min_clear_tokens=one), history(3))
     [event] = ctx.events
@@ -301,7 +301,7 @@ async def test_min_clear_tokens_lets_a_large_clear_through() -> None:
 async def test_min_clear_tokens_counts_only_the_candidates() -> None:
     # Two old results of about `one` tokens each: a threshold just above one result passes,
     # a threshold above both does not.
-    counter = get_token_counter()
+    counter = TokenCounter()
     one = counter.count_text(BIG)
     messages = history(3)
     skipped = await run(ClearToolResults(max_messages=1, keep_pairs=0, min_clear_tokens=3 * one), messages)
@@ -401,7 +401,7 @@ async def test_orphan_returns_and_dangling_calls_are_ignored() -> None:
 def test_plan_does_not_modify_the_history() -> None:
     messages = history(4)
     snapshot = list(messages)
-    changes, ids, freed = ClearToolResults(max_messages=1, keep_pairs=1).plan(messages, get_token_counter())
+    changes, ids, freed = ClearToolResults(max_messages=1, keep_pairs=1).plan(messages, TokenCounter())
     assert messages == snapshot
     assert sorted(changes) == [2, 4, 6]
     assert ids == ["c0", "c1", "c2"]
@@ -444,7 +444,7 @@ def test_messages_since_last_clear_stops_early() -> None:
 
 def test_token_trigger() -> None:
     messages = history(4)
-    tokens = get_token_counter().count_messages(messages)
+    tokens = TokenCounter().count_messages(messages)
     assert ClearToolResults(max_tokens=tokens).should_compact(ctx_for(messages)) is None
     reason = ClearToolResults(max_tokens=tokens - 1).should_compact(ctx_for(messages))
     assert reason == f"{tokens} tokens > limit {tokens - 1}"
@@ -452,7 +452,7 @@ def test_token_trigger() -> None:
 
 def test_fraction_trigger_uses_the_context_window_override() -> None:
     messages = history(4)
-    tokens = get_token_counter().count_messages(messages)
+    tokens = TokenCounter().count_messages(messages)
     window = tokens * 2
     assert (
         ClearToolResults(max_fraction=0.5, context_window=window + 2).should_compact(ctx_for(messages))

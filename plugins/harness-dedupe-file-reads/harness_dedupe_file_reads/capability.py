@@ -17,19 +17,11 @@ from typing import Any, ClassVar
 
 import attrs
 
-from harness.capability import Capability, Trigger
-from harness.context import RequestContext
+from harness.capabilities import Capability, RequestContext, Trigger
+from harness.core import CanonicalMessage, Part, ToolCallPart, ToolReturnPart, harness_mark, marked_metadata
+from harness.core import replace as evolve
 from harness.errors import CapabilityError, MessageError
 from harness.history import PartCounter
-from harness.messages import (
-    CanonicalMessage,
-    Part,
-    ToolCallPart,
-    ToolReturnPart,
-    harness_mark,
-    marked_metadata,
-)
-from harness.messages import replace as evolve
 from harness_dedupe_file_reads.keys import (
     DESCRIBERS,
     FILE_KEYS,

@@ -1,6 +1,6 @@
 """Ready-made ``file_key`` functions: which tool calls read which file.
 
-A key function takes a :class:`~harness.messages.ToolCallPart` and returns a string
+A key function takes a :class:`~harness.core.messages.ToolCallPart` and returns a string
 key, or ``None`` when the call is not (recognisably) a file read. Two reads with the
 same key show the same view of the same file: same path, same tool or shell form, same
 line range and same presentation (line numbers or not). So a later read of a key can
@@ -61,8 +61,8 @@ from typing import Any, TypeAlias
 
 import attrs
 
+from harness.core import ToolCallPart
 from harness.errors import MessageError
-from harness.messages import ToolCallPart
 
 FileKey: TypeAlias = Callable[[ToolCallPart], "str | None"]
 """A key function: ``file_key(call) -> str | None`` (``None``: not a file read)."""

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from harness_dedupe_file_reads import DeduplicateFileReads
 
-from harness.agent import Agent
-from harness.context import CompactionEvent, RequestContext
+from harness.capabilities import CompactionEvent, RequestContext
+from harness.core import CanonicalMessage, TextPart, ToolCallPart, ToolReturnPart, harness_mark
 from harness.history import check_invariants
-from harness.markers import hookimpl
-from harness.messages import CanonicalMessage, TextPart, ToolCallPart, ToolReturnPart, harness_mark
+from harness.hooks import PluginManager, hookimpl
 from harness.models.function import FunctionInfo, FunctionModel
-from harness.plugins import PluginManager
+from harness.run import Agent
 
 FILES = {name: f"# {name}\n" + "def body():\n    return 42\n" * 40 for name in ("a.py", "b.py")}
 

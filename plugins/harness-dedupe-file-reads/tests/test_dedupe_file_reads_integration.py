@@ -1,4 +1,4 @@
-"""DeduplicateFileReads on the transcript corpus, through harness.compaction, and its import warning."""
+"""DeduplicateFileReads on the transcript corpus, through harness.run.compaction, and its import warning."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from harness_dedupe_file_reads import DeduplicateFileReads
 
-from harness.compaction import compact, compact_sync
-from harness.context import RequestContext
+from harness.capabilities import RequestContext
+from harness.core import CanonicalMessage, ToolCallPart, ToolReturnPart, harness_mark
 from harness.history import check_invariants
-from harness.messages import CanonicalMessage, ToolCallPart, ToolReturnPart, harness_mark
+from harness.run import compact, compact_sync
 from harness.testing import corpus_files
-from harness.tokens import get_token_counter
+from harness.tokens import TokenCounter
 from harness.wire import dump_messages, load_messages
 
 TEXT = "def handler(request):\n    return respond(request)\n" * 30
@@ -41,7 +41,7 @@ def test_every_corpus_file(
     messages = load_messages(corpus_file.read_bytes())
     assert check_invariants(messages) == []
     cap = DeduplicateFileReads(supersede_covered_ranges=covered, shell_keeps_directory=keeps_directory)
-    ctx = RequestContext(messages=list(messages), token_counter=get_token_counter())
+    ctx = RequestContext(messages=list(messages), token_counter=TokenCounter())
     asyncio.run(cap.compact(ctx, reason="corpus"))
     result = ctx.messages
     assert check_invariants(result) == []
@@ -70,7 +70,7 @@ def test_every_corpus_file(
                 later = mark["superseded_by"]
                 assert positions[later] > (mi, pi)
                 assert harness_mark(result[positions[later][0]].parts[positions[later][1]]) is None
-    again = RequestContext(messages=list(result), token_counter=get_token_counter())
+    again = RequestContext(messages=list(result), token_counter=ctx.token_counter)
     asyncio.run(cap.compact(again))
     assert again.events == []
 
@@ -80,8 +80,9 @@ def test_the_corpus_repeats_reads() -> None:
     if not files:
         pytest.skip("../shared/corpus is absent")
     superseded = 0
+    counter = TokenCounter()
     for path in files:
-        ctx = RequestContext(messages=load_messages(path.read_bytes()), token_counter=get_token_counter())
+        ctx = RequestContext(messages=load_messages(path.read_bytes()), token_counter=counter)
         asyncio.run(DeduplicateFileReads().compact(ctx))
         superseded += sum(len(e.cleared_tool_call_ids) for e in ctx.events)
     assert superseded >= 30

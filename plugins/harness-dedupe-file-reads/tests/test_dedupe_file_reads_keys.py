@@ -16,7 +16,7 @@ from harness_dedupe_file_reads import (
 )
 from harness_dedupe_file_reads.keys import normalize_path, tokenize
 
-from harness.messages import ToolCallPart
+from harness.core import ToolCallPart
 
 
 def call(tool: str, args: Any) -> ToolCallPart:

@@ -12,9 +12,8 @@ from harness_dedupe_file_reads.keys import changes_directory, selection_covers
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from harness.context import RequestContext
-from harness.history import check_invariants
-from harness.messages import (
+from harness.capabilities import RequestContext
+from harness.core import (
     CanonicalMessage,
     Part,
     RetryPromptPart,
@@ -24,9 +23,10 @@ from harness.messages import (
     UserPromptPart,
     harness_mark,
 )
+from harness.history import check_invariants
 from harness.testing import assert_memo_matches_fresh, clearable_returns
 from harness.testing.strategies import histories
-from harness.tokens import get_token_counter
+from harness.tokens import TokenCounter
 
 SPECS: list[tuple[str, dict[str, Any]]] = [
     ("read_file", {"path": "a.py"}),
@@ -89,7 +89,7 @@ def configs(draw: st.DrawFn) -> DeduplicateFileReads:
 
 
 def compact(cap: DeduplicateFileReads, messages: list[CanonicalMessage]) -> RequestContext:
-    ctx = RequestContext(messages=list(messages), token_counter=get_token_counter())
+    ctx = RequestContext(messages=list(messages), token_counter=TokenCounter())
     asyncio.run(cap.compact(ctx, reason="property"))
     return ctx
 

@@ -7,9 +7,8 @@ from typing import Any
 import pytest
 from harness_dedupe_file_reads import DEFAULT_PLACEHOLDER, DeduplicateFileReads, FileKey, render_placeholder
 
-from harness.context import RequestContext
-from harness.errors import CapabilityError
-from harness.messages import (
+from harness.capabilities import RequestContext
+from harness.core import (
     CanonicalMessage,
     RetryPromptPart,
     TextPart,
@@ -18,13 +17,14 @@ from harness.messages import (
     harness_mark,
     with_harness_mark,
 )
-from harness.tokens import get_token_counter
+from harness.errors import CapabilityError
+from harness.tokens import TokenCounter
 
 TEXT = "def f():\n    return 1\n" * 40
 
 
 def ctx_for(messages: list[CanonicalMessage], **kw: Any) -> RequestContext:
-    return RequestContext(messages=list(messages), token_counter=get_token_counter(), **kw)
+    return RequestContext(messages=list(messages), token_counter=TokenCounter(), **kw)
 
 
 def read(
@@ -364,7 +364,7 @@ async def test_empty_history() -> None:
 def test_plan_does_not_modify_the_history() -> None:
     messages = [*start(), *read("r1", "a.py"), *read("r2", "a.py"), *end()]
     snapshot = list(messages)
-    changes, ids = DeduplicateFileReads().plan(messages, get_token_counter())
+    changes, ids = DeduplicateFileReads().plan(messages, TokenCounter())
     assert messages == snapshot
     assert list(changes) == [2]
     assert ids == ["r1"]
@@ -399,7 +399,7 @@ async def test_trigger_exceeded_runs() -> None:
 
 def test_token_and_fraction_triggers() -> None:
     messages = [*start(), *read("r1", "a.py"), *read("r2", "a.py"), *end()]
-    tokens = get_token_counter().count_messages(messages)
+    tokens = TokenCounter().count_messages(messages)
     assert DeduplicateFileReads(max_tokens=tokens).should_compact(ctx_for(messages)) is None
     assert DeduplicateFileReads(max_tokens=tokens - 1).should_compact(ctx_for(messages)) is not None
     assert DeduplicateFileReads(max_fraction=0.5, context_window=tokens * 2 - 2).should_compact(

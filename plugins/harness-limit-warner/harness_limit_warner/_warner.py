@@ -9,11 +9,10 @@ from typing import ClassVar, Literal, TypeAlias
 
 import attrs
 
-from harness.capability import Capability
-from harness.context import RequestContext
+from harness.capabilities import Capability, RequestContext
+from harness.core import CanonicalMessage, Part, SystemPromptPart, UserPromptPart, harness_mark
 from harness.errors import CapabilityError
-from harness.markers import hookimpl
-from harness.messages import CanonicalMessage, Part, SystemPromptPart, UserPromptPart, harness_mark
+from harness.hooks import hookimpl
 
 SOURCE = "limit_warner"
 """The ``source`` of the request-scoped mark every warning part carries."""

@@ -5,13 +5,12 @@ from __future__ import annotations
 import pytest
 from harness_limit_warner import LimitWarner, is_warning_part
 
-from harness.agent import Agent
-from harness.context import CompactionEvent, RequestContext
+from harness.capabilities import CompactionEvent, RequestContext
+from harness.core import CanonicalMessage, ToolCallPart, UserPromptPart, with_harness_mark
 from harness.history import check_invariants
-from harness.markers import hookimpl
-from harness.messages import CanonicalMessage, ToolCallPart, UserPromptPart, with_harness_mark
+from harness.hooks import capability_name, hookimpl
 from harness.models.function import FunctionInfo, FunctionModel
-from harness.plugins import capability_name
+from harness.run import Agent
 
 
 def _looper(steps: int) -> FunctionModel:

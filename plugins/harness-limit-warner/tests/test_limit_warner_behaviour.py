@@ -8,10 +8,8 @@ import harness_limit_warner._warner as warner_module
 import pytest
 from harness_limit_warner import LimitStatus, LimitWarner, is_warning_part
 
-from harness.compaction import compact, compact_sync
-from harness.context import RequestContext
-from harness.errors import CapabilityError
-from harness.messages import (
+from harness.capabilities import RequestContext
+from harness.core import (
     CanonicalMessage,
     Part,
     RetryPromptPart,
@@ -24,7 +22,9 @@ from harness.messages import (
     harness_mark,
     with_harness_mark,
 )
-from harness.tokens import get_token_counter
+from harness.errors import CapabilityError
+from harness.run import compact, compact_sync
+from harness.tokens import TokenCounter
 
 
 def _history(turns: int = 2) -> list[CanonicalMessage]:
@@ -38,7 +38,7 @@ def _history(turns: int = 2) -> list[CanonicalMessage]:
 def _ctx(messages: list[CanonicalMessage] | None = None, **fields: Any) -> RequestContext:
     return RequestContext(
         messages=list(_history() if messages is None else messages),
-        token_counter=get_token_counter(),
+        token_counter=TokenCounter(),
         **fields,
     )
 
@@ -363,7 +363,7 @@ async def test_incremental_scan_works_with_a_fresh_context_per_request(
 
 async def test_through_harness_compact_returns_the_request_scoped_warning() -> None:
     history = _history()
-    used = get_token_counter().count_messages(history)
+    used = TokenCounter().count_messages(history)
     result = await compact(history, [LimitWarner(max_context_tokens=used)])
     assert result.messages == history
     assert not result.changed
@@ -373,7 +373,7 @@ async def test_through_harness_compact_returns_the_request_scoped_warning() -> N
 
 def test_through_compact_sync_and_forced() -> None:
     history = _history()
-    used = get_token_counter().count_messages(history)
+    used = TokenCounter().count_messages(history)
     forced = compact_sync(history, [LimitWarner(max_context_tokens=used)], force=True)
     assert len(forced.request_scoped) == 1
     quiet = compact_sync(history, [LimitWarner(max_context_tokens=used * 10)])

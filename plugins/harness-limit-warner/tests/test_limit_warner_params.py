@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from harness_limit_warner import KINDS, LimitWarner
 
-from harness.capability import Capability
+from harness.capabilities import Capability
 
 
 def test_defaults() -> None:

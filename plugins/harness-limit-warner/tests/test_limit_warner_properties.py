@@ -14,12 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import harness
-from harness.compaction import compact_sync
-from harness.context import RequestContext
+from harness.capabilities import RequestContext
+from harness.core import CanonicalMessage, Part, Usage, UserPromptPart, with_harness_mark
 from harness.history import check_invariants
-from harness.messages import CanonicalMessage, Part, Usage, UserPromptPart, with_harness_mark
+from harness.run import compact_sync
 from harness.testing.strategies import histories
-from harness.tokens import get_token_counter
+from harness.tokens import TokenCounter
 from harness.wire import load_messages
 
 
@@ -90,7 +90,7 @@ async def test_strips_only_marked_parts_and_warns_exactly_when_a_limit_is_near(
     messages, stale = polluted
     ctx = RequestContext(
         messages=list(messages),
-        token_counter=get_token_counter(),
+        token_counter=TokenCounter(),
         requests=requests,
         max_iterations=agent_max_iterations,
         usage=Usage(request_tokens=total),
@@ -136,7 +136,7 @@ async def test_strips_only_marked_parts_and_warns_exactly_when_a_limit_is_near(
 
 def test_every_corpus_file(corpus_file: Path) -> None:
     messages = load_messages(corpus_file.read_bytes())
-    counter = get_token_counter()
+    counter = TokenCounter()
     tokens = counter.count_messages(messages)
     result = compact_sync(messages, [LimitWarner(max_context_tokens=tokens, max_iterations=50)])
     assert result.messages == messages

@@ -9,11 +9,8 @@ from typing import Any, ClassVar
 
 import attrs
 
-from harness.capability import Capability, Trigger
-from harness.context import CompactionEvent, RequestContext
-from harness.errors import CapabilityError, MessageError
-from harness.history import safe_cutoff, safe_token_cutoff
-from harness.messages import (
+from harness.capabilities import Capability, CompactionEvent, RequestContext, Trigger
+from harness.core import (
     CanonicalMessage,
     Part,
     SystemPromptPart,
@@ -22,6 +19,8 @@ from harness.messages import (
     harness_mark,
     with_harness_mark,
 )
+from harness.errors import CapabilityError, MessageError
+from harness.history import safe_cutoff, safe_token_cutoff
 from harness.tokens import MESSAGE_OVERHEAD, TokenCounter
 
 SOURCE = "sliding_window"

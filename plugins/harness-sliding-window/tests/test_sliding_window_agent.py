@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from harness_sliding_window import SlidingWindow, is_receipt_part
 
-from harness.agent import Agent
-from harness.context import CompactionEvent, RequestContext
+from harness.capabilities import CompactionEvent, RequestContext
+from harness.core import CanonicalMessage, SystemPromptPart, TextPart, ToolCallPart, UserPromptPart
 from harness.history import check_invariants
-from harness.markers import hookimpl
-from harness.messages import CanonicalMessage, SystemPromptPart, TextPart, ToolCallPart, UserPromptPart
+from harness.hooks import hookimpl
 from harness.models.function import FunctionInfo, FunctionModel
+from harness.run import Agent
 
 TASK = "Read every module and summarise the package."
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from harness_sliding_window import SlidingWindow, is_preserved_part, is_receipt_part
 
-from harness.context import CompactionEvent, RequestContext
-from harness.history import check_invariants
-from harness.messages import (
+from harness.capabilities import CompactionEvent, RequestContext
+from harness.core import (
     CanonicalMessage,
     Part,
     RetryPromptPart,
@@ -18,7 +17,8 @@ from harness.messages import (
     harness_mark,
     with_harness_mark,
 )
-from harness.tokens import get_token_counter
+from harness.history import check_invariants
+from harness.tokens import TokenCounter
 
 SYS = SystemPromptPart("You are a careful assistant.")
 TASK_TEXT = "Fix the failing test in tests/test_x.py"
@@ -26,7 +26,7 @@ TASK = UserPromptPart(TASK_TEXT)
 
 
 def _ctx(messages: list[CanonicalMessage]) -> RequestContext:
-    return RequestContext(messages=list(messages), token_counter=get_token_counter())
+    return RequestContext(messages=list(messages), token_counter=TokenCounter())
 
 
 def _chat(turns: int, *, first: tuple[Part, ...] = (SYS, TASK)) -> list[CanonicalMessage]:
@@ -282,7 +282,7 @@ def test_receipt_says_what_was_dropped_and_is_marked() -> None:
     assert mark["dropped_messages"] == 8  # 13 messages, 4 kept, the first request preserved
     assert mark["dropped_tokens"] == event.details["dropped_tokens"] > 0
     # exactly the tokens of messages 1..8 (message 0 is the preserved task)
-    counter = get_token_counter()
+    counter = TokenCounter()
     assert mark["dropped_tokens"] == sum(counter.count_message(m) for m in history[1:9])
     assert "8 earlier messages" in receipt.text
     assert f"{mark['dropped_tokens']:,} tokens" in receipt.text
@@ -332,7 +332,7 @@ def test_receipt_without_anything_to_preserve_stands_in_front() -> None:
 
 def test_keep_tokens_keeps_the_newest_messages_that_fit() -> None:
     history = _tools(10, first=(TASK,))
-    counter = get_token_counter()
+    counter = TokenCounter()
     budget = sum(counter.count_message(m) for m in history[-5:])
     ctx = _ctx(history)
     SlidingWindow(max_tokens=budget * 3, keep_tokens=budget, preserve_first_user_message=False).apply(ctx)
@@ -353,7 +353,7 @@ def test_keep_tokens_keeps_the_newest_message_even_when_it_alone_is_too_big() ->
 
 def test_keep_tokens_idempotent_with_a_merged_front() -> None:
     history = _chat(8)
-    counter = get_token_counter()
+    counter = TokenCounter()
     window = SlidingWindow(max_tokens=1000, keep_tokens=sum(counter.count_message(m) for m in history[-3:]))
     ctx = _ctx(history)
     assert window.apply(ctx) is not None

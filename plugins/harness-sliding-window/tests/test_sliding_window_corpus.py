@@ -1,4 +1,4 @@
-"""SlidingWindow over real transcripts, through harness.compaction, and the package surface."""
+"""SlidingWindow over real transcripts, through harness.run.compaction, and the package surface."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import pytest
 from harness_sliding_window import SlidingWindow, is_preserved_part, is_receipt_part
 
 import harness
-from harness.compaction import compact, compact_sync
+from harness.core import CanonicalMessage, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
 from harness.history import check_invariants
-from harness.messages import CanonicalMessage, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
-from harness.tokens import get_token_counter
+from harness.run import compact, compact_sync
+from harness.tokens import TokenCounter
 from harness.wire import load_messages
 
 
@@ -49,7 +49,7 @@ def test_every_corpus_file(corpus_file: Path, window: SlidingWindow) -> None:
             f"{event.tokens_before} -> {event.tokens_after} tokens"
         )
         if window.keep_tokens is not None:
-            counter = get_token_counter()
+            counter = TokenCounter()
             kept = messages[len(messages) - event.details["kept_window"] :]
             assert sum(counter.count_message(m) for m in kept) <= window.keep_tokens or len(kept) <= 2
         # compacting the output again changes nothing

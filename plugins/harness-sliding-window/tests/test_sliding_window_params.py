@@ -8,11 +8,10 @@ from typing import Any
 import pytest
 from harness_sliding_window import SlidingWindow
 
-from harness.capability import Capability, Trigger
-from harness.context import RequestContext
+from harness.capabilities import Capability, RequestContext, Trigger
+from harness.core import CanonicalMessage, TextPart, UserPromptPart
 from harness.errors import CapabilityError
-from harness.messages import CanonicalMessage, TextPart, UserPromptPart
-from harness.tokens import get_token_counter
+from harness.tokens import TokenCounter
 
 
 def _ctx(n: int, *, text: str = "hello", context_window: int | None = None) -> RequestContext:
@@ -22,7 +21,7 @@ def _ctx(n: int, *, text: str = "hello", context_window: int | None = None) -> R
             messages.append(CanonicalMessage.request(UserPromptPart(f"{text} {i}")))
         else:
             messages.append(CanonicalMessage.response(TextPart(f"{text} {i}")))
-    return RequestContext(messages=messages, token_counter=get_token_counter(), context_window=context_window)
+    return RequestContext(messages=messages, token_counter=TokenCounter(), context_window=context_window)
 
 
 def test_defaults() -> None:

@@ -8,11 +8,11 @@ from harness_sliding_window import SlidingWindow, is_preserved_part, is_receipt_
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.context import RequestContext
+from harness.capabilities import RequestContext
+from harness.core import CanonicalMessage, SystemPromptPart, UserPromptPart
 from harness.history import check_invariants, is_safe_cutoff, safe_cutoff
-from harness.messages import CanonicalMessage, SystemPromptPart, UserPromptPart
 from harness.testing.strategies import histories, messy_histories
-from harness.tokens import get_token_counter
+from harness.tokens import TokenCounter
 
 
 @st.composite
@@ -48,7 +48,7 @@ def _inputs(draw: st.DrawFn) -> list[CanonicalMessage]:
 
 
 def _ctx(messages: list[CanonicalMessage]) -> RequestContext:
-    return RequestContext(messages=list(messages), token_counter=get_token_counter())
+    return RequestContext(messages=list(messages), token_counter=TokenCounter())
 
 
 def _user_prompts(messages: list[CanonicalMessage]) -> list[Any]:
@@ -56,7 +56,7 @@ def _user_prompts(messages: list[CanonicalMessage]) -> list[Any]:
 
 
 def _tokens(messages: list[CanonicalMessage]) -> int:
-    counter = get_token_counter()
+    counter = TokenCounter()
     return sum(counter.count_message(m) for m in messages)
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import attrs
 
-from harness.messages import (
+from harness.core import (
     CanonicalMessage,
     RetryPromptPart,
     TextPart,

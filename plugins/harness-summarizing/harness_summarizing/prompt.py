@@ -23,7 +23,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 
-from harness.messages import (
+from harness.core import (
     CanonicalMessage,
     RetryPromptPart,
     SystemPromptPart,

@@ -2,7 +2,7 @@
 
 A summarizer is any callable taking a :class:`SummaryRequest` and returning (or
 awaiting to) a ``str`` or a :class:`Summary`. :class:`ModelSummarizer` asks a harness
-:class:`~harness.models.Model`; :class:`harness_summarizing.StructuralDigest` needs no
+:class:`~harness.core.model.Model`; :class:`harness_summarizing.StructuralDigest` needs no
 model at all.
 """
 
@@ -20,19 +20,20 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
-from harness.messages import (
+from harness.core import (
     CanonicalMessage,
     JsonValue,
+    Model,
+    ModelSettings,
     Part,
     SystemPromptPart,
     TextPart,
     Usage,
     UserPromptPart,
 )
-from harness.models import Model, ModelSettings
 
 if TYPE_CHECKING:
-    from harness.context import RequestContext
+    from harness.capabilities import RequestContext
 
 
 @attrs.frozen

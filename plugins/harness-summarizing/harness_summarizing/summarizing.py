@@ -29,11 +29,10 @@ import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal, TypeAlias
 
-from harness.capability import Capability, Trigger
-from harness.context import CompactionEvent, RequestContext
-from harness.history import is_safe_cutoff, safe_cutoff, safe_token_cutoff
-from harness.messages import (
+from harness.capabilities import Capability, CompactionEvent, RequestContext, Trigger
+from harness.core import (
     CanonicalMessage,
+    Model,
     Part,
     SystemPromptPart,
     ToolCallPart,
@@ -41,7 +40,7 @@ from harness.messages import (
     harness_mark,
     with_harness_mark,
 )
-from harness.models import Model
+from harness.history import is_safe_cutoff, safe_cutoff, safe_token_cutoff
 from harness_summarizing.digest import StructuralDigest
 from harness_summarizing.prompt import (
     DEFAULT_INSTRUCTIONS,
@@ -271,7 +270,7 @@ class SummarizingCompaction(Capability):
         """Why the trigger fires (``None`` when idle or when no trigger is configured).
 
         Without ``max_messages``/``max_tokens``/``max_fraction`` the capability only acts
-        when called directly (``TieredCompaction``, ``harness.compaction.compact(force=True)``).
+        when called directly (``TieredCompaction``, ``harness.run.compaction.compact(force=True)``).
         """
         if not self.trigger.configured:
             return None

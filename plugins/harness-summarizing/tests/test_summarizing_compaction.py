@@ -12,9 +12,8 @@ from harness_summarizing import (
     summary_text,
 )
 
-from harness.context import RequestContext
-from harness.history import check_invariants
-from harness.messages import (
+from harness.capabilities import RequestContext
+from harness.core import (
     CanonicalMessage,
     SystemPromptPart,
     TextPart,
@@ -24,8 +23,9 @@ from harness.messages import (
     UserPromptPart,
     harness_mark,
 )
+from harness.history import check_invariants
 from harness.models.function import FunctionInfo, FunctionModel
-from harness.tokens import get_token_counter
+from harness.tokens import TokenCounter
 
 TASK = "Refactor module {core} and keep {{braces}} intact"
 
@@ -50,7 +50,7 @@ def history(steps: int, *, system: bool = True) -> list[CanonicalMessage]:
 
 
 def ctx_for(messages: list[CanonicalMessage], model: object = None) -> RequestContext:
-    return RequestContext(messages=messages, token_counter=get_token_counter(), model=model)  # pyright: ignore[reportArgumentType]
+    return RequestContext(messages=messages, token_counter=TokenCounter(), model=model)  # pyright: ignore[reportArgumentType]
 
 
 def user_texts(messages: list[CanonicalMessage]) -> list[str]:
@@ -219,7 +219,7 @@ async def test_keep_tokens_cut_and_idempotence() -> None:
     ctx = ctx_for(history(20))
     cap = SummarizingCompaction(keep_tokens=200)
     await cap.compact(ctx)
-    counter = get_token_counter()
+    counter = TokenCounter()
     tail_tokens = counter.count_messages(ctx.messages[1:])
     assert tail_tokens <= 200
     assert len(ctx.messages) > 2
@@ -403,7 +403,7 @@ async def test_structural_digest_as_explicit_summarizer_merges_incrementally() -
 
 
 async def test_public_compact_api_with_force_and_trigger() -> None:
-    from harness.compaction import compact
+    from harness.run import compact
 
     messages = history(12)
     forced = await compact(messages, [SummarizingCompaction(keep_messages=4)], force=True)

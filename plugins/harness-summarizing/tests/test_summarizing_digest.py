@@ -7,7 +7,7 @@ import json
 import pytest
 from harness_summarizing import Digest, StructuralDigest, SummaryRequest, extract_file_paths
 
-from harness.messages import (
+from harness.core import (
     CanonicalMessage,
     RetryPromptPart,
     TextPart,

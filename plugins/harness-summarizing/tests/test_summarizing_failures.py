@@ -7,9 +7,8 @@ import asyncio
 import pytest
 from harness_summarizing import SummarizingCompaction, SummaryRequest, find_summary_parts
 
-from harness.context import RequestContext
-from harness.history import check_invariants
-from harness.messages import (
+from harness.capabilities import RequestContext
+from harness.core import (
     CanonicalMessage,
     SystemPromptPart,
     TextPart,
@@ -19,8 +18,9 @@ from harness.messages import (
     UserPromptPart,
     harness_mark,
 )
+from harness.history import check_invariants
 from harness.models.function import FunctionInfo, FunctionModel
-from harness.tokens import get_token_counter
+from harness.tokens import TokenCounter
 
 ERROR_TEXT = "provider exploded: secret-error-marker"
 
@@ -36,7 +36,7 @@ def history(steps: int) -> list[CanonicalMessage]:
 
 
 def ctx_for(messages: list[CanonicalMessage]) -> RequestContext:
-    return RequestContext(messages=messages, token_counter=get_token_counter())
+    return RequestContext(messages=messages, token_counter=TokenCounter())
 
 
 def raising(request: SummaryRequest) -> str:

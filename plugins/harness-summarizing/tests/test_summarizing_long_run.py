@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from harness_summarizing import DEFAULT_INSTRUCTIONS, SummarizingCompaction, find_summary_parts
 
-from harness.agent import Agent
-from harness.history import check_invariants
-from harness.messages import (
+from harness.core import (
     CanonicalMessage,
     SystemPromptPart,
     TextPart,
@@ -14,7 +12,9 @@ from harness.messages import (
     UserPromptPart,
     harness_mark,
 )
+from harness.history import check_invariants
 from harness.models.function import FunctionInfo, FunctionModel
+from harness.run import Agent
 
 TASK = "Audit every module {0..199} and report the total line count."
 STEPS = 200
@@ -92,12 +92,12 @@ async def test_two_hundred_steps_through_the_agent() -> None:
 
 
 async def test_repeated_compact_calls_with_digest_over_long_run() -> None:
-    from harness.context import RequestContext
-    from harness.messages import ToolReturnPart
-    from harness.tokens import get_token_counter
+    from harness.capabilities import RequestContext
+    from harness.core import ToolReturnPart
+    from harness.tokens import TokenCounter
 
     messages = [CanonicalMessage.request(SystemPromptPart("sys"), UserPromptPart(TASK))]
-    ctx = RequestContext(messages=messages, token_counter=get_token_counter())
+    ctx = RequestContext(messages=messages, token_counter=TokenCounter())
     cap = SummarizingCompaction(max_messages=30, keep_messages=10)
     for i in range(STEPS):
         ctx.messages.append(
@@ -123,7 +123,7 @@ async def test_repeated_compact_calls_with_digest_over_long_run() -> None:
 async def test_summarizer_usage_is_charged_to_the_run() -> None:
     from harness_summarizing import Summary, SummaryRequest
 
-    from harness.messages import Usage
+    from harness.core import Usage
 
     calls: list[int] = []
 

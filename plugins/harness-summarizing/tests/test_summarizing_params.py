@@ -15,11 +15,11 @@ from harness_summarizing import (
     SummarizingCompaction,
 )
 
-from harness.context import RequestContext
+from harness.capabilities import RequestContext
+from harness.core import CanonicalMessage, TextPart
 from harness.errors import CapabilityError
-from harness.messages import CanonicalMessage, TextPart
 from harness.models.function import FunctionModel
-from harness.tokens import get_token_counter
+from harness.tokens import TokenCounter
 
 
 def _ctx(n: int, *, context_window: int | None = None) -> RequestContext:
@@ -30,7 +30,7 @@ def _ctx(n: int, *, context_window: int | None = None) -> RequestContext:
             if i % 2 == 0
             else CanonicalMessage.response(TextPart("ok"))
         )
-    return RequestContext(messages=messages, token_counter=get_token_counter(), context_window=context_window)
+    return RequestContext(messages=messages, token_counter=TokenCounter(), context_window=context_window)
 
 
 def test_defaults() -> None:

@@ -8,7 +8,7 @@ from harness_summarizing.prompt import bound_text, validate_template
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.messages import (
+from harness.core import (
     CanonicalMessage,
     RetryPromptPart,
     SystemPromptPart,

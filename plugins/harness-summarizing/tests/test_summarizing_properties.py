@@ -8,11 +8,11 @@ from harness_summarizing import SummarizingCompaction, SummaryRequest, find_summ
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.context import RequestContext
+from harness.capabilities import RequestContext
+from harness.core import CanonicalMessage, SystemPromptPart, UserPromptPart, harness_mark
 from harness.history import check_invariants, first_user_request_index
-from harness.messages import CanonicalMessage, SystemPromptPart, UserPromptPart, harness_mark
 from harness.testing.strategies import histories
-from harness.tokens import get_token_counter
+from harness.tokens import TokenCounter
 
 
 def _config(
@@ -48,7 +48,7 @@ def systems(messages: list[CanonicalMessage]) -> list[str]:
 
 
 def run(cap: SummarizingCompaction, messages: list[CanonicalMessage]) -> RequestContext:
-    ctx = RequestContext(messages=list(messages), token_counter=get_token_counter())
+    ctx = RequestContext(messages=list(messages), token_counter=TokenCounter())
     asyncio.run(cap.compact(ctx))
     return ctx
 
@@ -102,7 +102,7 @@ def test_repeated_compaction_with_growth_keeps_one_summary(
     cap = SummarizingCompaction(keep_messages=keep)
     cut = len(messages) // 2
     cut -= cut % 2 == 0  # odd length: ends with a request
-    ctx = RequestContext(messages=list(messages[:cut]), token_counter=get_token_counter())
+    ctx = RequestContext(messages=list(messages[:cut]), token_counter=TokenCounter())
     assert check_invariants(ctx.messages) == []  # every odd-length prefix is a valid history
     position = cut
     for extra in growth:

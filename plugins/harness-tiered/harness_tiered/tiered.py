@@ -9,8 +9,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from harness.capability import Capability, Trigger
-from harness.context import CompactionEvent, RequestContext
+from harness.capabilities import Capability, CompactionEvent, RequestContext, Trigger
 from harness.errors import CapabilityError
 from harness.history import Violation, check_invariants
 

@@ -7,10 +7,10 @@ from harness_sliding_window import SlidingWindow
 from harness_summarizing import StructuralDigest, SummarizingCompaction, find_summary_parts
 from harness_tiered import TieredCompaction
 
-from harness.agent import Agent
+from harness.core import CanonicalMessage, SystemPromptPart, TextPart, ToolCallPart, UserPromptPart
 from harness.history import check_invariants
-from harness.messages import CanonicalMessage, SystemPromptPart, TextPart, ToolCallPart, UserPromptPart
 from harness.models.function import FunctionInfo, FunctionModel
+from harness.run import Agent
 
 TASK = "Inspect every file and summarize the findings."
 STEPS = 80

@@ -7,9 +7,8 @@ import asyncio
 import pytest
 from harness_tiered import TieredCompaction
 
-from harness.context import RequestContext
-from harness.history import check_invariants, safe_cutoff
-from harness.messages import (
+from harness.capabilities import RequestContext
+from harness.core import (
     CanonicalMessage,
     SystemPromptPart,
     TextPart,
@@ -17,7 +16,8 @@ from harness.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from harness.tokens import get_token_counter
+from harness.history import check_invariants, safe_cutoff
+from harness.tokens import TokenCounter
 
 
 def history(steps: int, size: int = 400) -> list[CanonicalMessage]:
@@ -33,7 +33,7 @@ def history(steps: int, size: int = 400) -> list[CanonicalMessage]:
 
 
 def ctx_for(messages: list[CanonicalMessage], **kwargs: object) -> RequestContext:
-    return RequestContext(messages=messages, token_counter=get_token_counter(), **kwargs)  # pyright: ignore[reportArgumentType]
+    return RequestContext(messages=messages, token_counter=TokenCounter(), **kwargs)  # pyright: ignore[reportArgumentType]
 
 
 class Recorder:

@@ -9,10 +9,10 @@ from importlib.metadata import entry_points
 import pytest
 from harness_tiered import CompactionTier, TieredCompaction, tier_name
 
-from harness.context import RequestContext
+from harness.capabilities import RequestContext
+from harness.core import CanonicalMessage, TextPart
 from harness.errors import CapabilityError
-from harness.messages import CanonicalMessage, TextPart
-from harness.tokens import get_token_counter
+from harness.tokens import TokenCounter
 
 
 class Noop:
@@ -27,7 +27,7 @@ def _ctx(n: int, *, context_window: int | None = None) -> RequestContext:
         CanonicalMessage.user(f"question {i}") if i % 2 == 0 else CanonicalMessage.response(TextPart("ok"))
         for i in range(n)
     ]
-    return RequestContext(messages=messages, token_counter=get_token_counter(), context_window=context_window)
+    return RequestContext(messages=messages, token_counter=TokenCounter(), context_window=context_window)
 
 
 def test_defaults_and_repr() -> None:

@@ -13,11 +13,11 @@ from harness_tiered import TieredCompaction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.context import RequestContext
+from harness.capabilities import RequestContext
+from harness.core import CanonicalMessage, UserPromptPart, harness_mark
 from harness.history import check_invariants, first_user_request_index
-from harness.messages import CanonicalMessage, UserPromptPart, harness_mark
 from harness.testing.strategies import histories
-from harness.tokens import get_token_counter
+from harness.tokens import TokenCounter
 from harness.wire import load_messages
 
 
@@ -44,7 +44,7 @@ def prompt_texts(messages: list[CanonicalMessage]) -> list[str]:
 
 def test_corpus_file_compacted_to_thirty_percent(corpus_file: Path) -> None:
     messages = load_messages(corpus_file.read_bytes())
-    ctx = RequestContext(messages=list(messages), token_counter=get_token_counter())
+    ctx = RequestContext(messages=list(messages), token_counter=TokenCounter())
     before = ctx.count_tokens()
     target = int(0.3 * before)
     asyncio.run(stack(target).compact(ctx))
@@ -78,12 +78,12 @@ def test_corpus_file_compacted_to_thirty_percent(corpus_file: Path) -> None:
 
 async def test_cheapest_tier_suffices_when_it_can() -> None:
     messages = [CanonicalMessage.user("read the file repeatedly")]
-    from harness.messages import ToolCallPart, ToolReturnPart
+    from harness.core import ToolCallPart, ToolReturnPart
 
     for i in range(10):
         messages.append(CanonicalMessage.response(ToolCallPart(f"c{i}", "read_file", {"path": "big.py"})))
         messages.append(CanonicalMessage.request(ToolReturnPart(f"c{i}", "read_file", "code line\n" * 300)))
-    ctx = RequestContext(messages=messages, token_counter=get_token_counter())
+    ctx = RequestContext(messages=messages, token_counter=TokenCounter())
     before = ctx.count_tokens()
     await stack(before // 3).compact(ctx)
     assert ctx.events[-1].details["tiers_run"] == ["dedupe_file_reads"]
@@ -93,7 +93,7 @@ async def test_cheapest_tier_suffices_when_it_can() -> None:
 @settings(max_examples=80, deadline=None)
 @given(histories(min_messages=1, max_messages=41), st.floats(0.05, 1.2), st.integers(1, 12))
 def test_stack_properties(messages: list[CanonicalMessage], fraction: float, keep: int) -> None:
-    ctx = RequestContext(messages=list(messages), token_counter=get_token_counter())
+    ctx = RequestContext(messages=list(messages), token_counter=TokenCounter())
     target = max(1, int(ctx.count_tokens() * fraction))
     asyncio.run(stack(target, keep=keep).compact(ctx))
     out = ctx.messages
@@ -111,7 +111,7 @@ def test_stack_properties(messages: list[CanonicalMessage], fraction: float, kee
         assert ctx.events[-1].strategy == "tiered"
     # idempotent once under the target
     if ctx.count_tokens() <= target:
-        again = RequestContext(messages=list(out), token_counter=get_token_counter())
+        again = RequestContext(messages=list(out), token_counter=ctx.token_counter)
         asyncio.run(stack(target, keep=keep).compact(again))
         assert again.messages == out
         assert again.events == []

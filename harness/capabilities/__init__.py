@@ -1,0 +1,16 @@
+"""What capability authors use: the ``Capability`` base, triggers, the request context and events.
+
+Run a stack outside an agent with :func:`harness.compact` (defined in :mod:`harness.run.compaction`).
+"""
+
+from __future__ import annotations
+
+from harness.capabilities.base import Capability, Trigger
+from harness.capabilities.context import CompactionEvent, RequestContext
+
+__all__ = [
+    "Capability",
+    "CompactionEvent",
+    "RequestContext",
+    "Trigger",
+]

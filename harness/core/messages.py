@@ -1,0 +1,530 @@
+"""The canonical message model.
+
+A history is a list of :class:`CanonicalMessage`. Each message is a request (what is sent
+to the model: system prompts, user prompts, tool returns, retry prompts) or a response
+(what the model said: text, thinking, tool calls). ``parts`` is the single source of
+truth and keeps its order. All classes are frozen and slotted; "editing" a history means
+building new messages, so unchanged messages keep their identity (which the token
+counter's caches rely on).
+
+Every class has an ``extra`` mapping that keeps keys the model does not name (for
+example ``provider_details`` or ``id`` from a pydantic-ai dump) so a load/dump round trip
+loses nothing.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "HARNESS_KEY",
+    "REQUEST_PART_KINDS",
+    "RESPONSE_PART_KINDS",
+    "CanonicalMessage",
+    "JsonValue",
+    "MessageKind",
+    "Part",
+    "RetryPromptPart",
+    "SystemPromptPart",
+    "TextPart",
+    "ThoughtPart",
+    "ToolCallPart",
+    "ToolReturnPart",
+    "UnknownPart",
+    "Usage",
+    "UserPromptPart",
+    "harness_mark",
+    "history_repr",
+    "marked_metadata",
+    "latest_assistant_text",
+    "message_text",
+    "replace",
+    "tool_answer_ids",
+    "tool_call_ids",
+    "tool_return_ids",
+    "with_harness_mark",
+]
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, ClassVar, Literal, TypeAlias, TypeVar, cast
+
+import attrs
+
+from harness.core._evolve import evolve
+from harness.errors import MessageError
+
+JsonValue: TypeAlias = Any
+"""Any value that JSON can represent (``dict``, ``list``, ``str``, numbers, ``bool``, ``None``)."""
+
+MessageKind: TypeAlias = Literal["request", "response"]
+
+HARNESS_KEY = "harness"
+"""Key under which harness stores its own marks inside a part's or message's ``metadata``."""
+
+_EMPTY: Mapping[str, Any] = {}
+
+
+def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return _EMPTY if not value else dict(value)
+
+
+def _non_empty_id(_instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if not isinstance(value, str) or not value:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise MessageError(f"{attribute.name} must be a non-empty string, got {value!r}")
+
+
+@attrs.frozen
+class SystemPromptPart:
+    """Instructions for the model (request only; never persisted by the loop)."""
+
+    content: str
+    timestamp: datetime | None = None
+    dynamic_ref: str | None = None
+    metadata: JsonValue = None
+    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, repr=False)
+    part_kind: ClassVar[str] = "system-prompt"
+
+
+@attrs.frozen
+class UserPromptPart:
+    """What the user asked. ``content`` is a string or a sequence of content items."""
+
+    content: str | tuple[JsonValue, ...]
+    timestamp: datetime | None = None
+    metadata: JsonValue = None
+    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, repr=False)
+    part_kind: ClassVar[str] = "user-prompt"
+
+    @property
+    def text(self) -> str:
+        """The textual content; string items of a content list joined by newlines."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(item for item in self.content if isinstance(item, str))
+
+
+@attrs.frozen
+class TextPart:
+    """Plain text the model answered with (response only)."""
+
+    content: str
+    metadata: JsonValue = None
+    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, repr=False)
+    part_kind: ClassVar[str] = "text"
+
+
+@attrs.frozen
+class ThoughtPart:
+    """Model thinking (response only). Wire ``part_kind`` is ``"thinking"``."""
+
+    content: str
+    signature: str | None = None
+    provider_name: str | None = None
+    metadata: JsonValue = None
+    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, repr=False)
+    part_kind: ClassVar[str] = "thinking"
+
+
+@attrs.frozen
+class ToolCallPart:
+    """A tool call the model asked for (response only).
+
+    ``args`` is kept as given: a mapping, or a JSON string as OpenAI-compatible models
+    write it. Use :meth:`args_as_dict` to read it either way.
+    """
+
+    tool_call_id: str = attrs.field(validator=_non_empty_id)
+    tool_name: str
+    args: Mapping[str, JsonValue] | str | None = None
+    metadata: JsonValue = None
+    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, repr=False)
+    part_kind: ClassVar[str] = "tool-call"
+
+    def args_as_dict(self) -> dict[str, JsonValue]:
+        """Return the arguments as a dict (``{}`` when absent or not a JSON object).
+
+        Raises:
+            MessageError: ``args`` is a string that is not valid JSON.
+        """
+        if self.args is None:
+            return {}
+        if isinstance(self.args, str):
+            if not self.args.strip():
+                return {}
+            try:
+                parsed = json.loads(self.args)
+            except json.JSONDecodeError as exc:
+                raise MessageError(
+                    f"tool call {self.tool_call_id!r}: args are not valid JSON: {exc}"
+                ) from exc
+            return dict(parsed) if isinstance(parsed, dict) else {}  # pyright: ignore[reportUnknownArgumentType]
+        return dict(self.args)
+
+
+@attrs.frozen
+class ToolReturnPart:
+    """The result of a tool call (request only). ``content`` is any JSON value."""
+
+    tool_call_id: str = attrs.field(validator=_non_empty_id)
+    tool_name: str | None
+    content: JsonValue
+    timestamp: datetime | None = None
+    metadata: JsonValue = None
+    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, repr=False)
+    part_kind: ClassVar[str] = "tool-return"
+
+
+@attrs.frozen
+class RetryPromptPart:
+    """Asks the model to try again (request only).
+
+    With a ``tool_name`` it answers the tool call ``tool_call_id``; without one it is a
+    general retry (for example after an unparsable response) and answers no call.
+    """
+
+    content: str | tuple[JsonValue, ...]
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    timestamp: datetime | None = None
+    metadata: JsonValue = None
+    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, repr=False)
+    part_kind: ClassVar[str] = "retry-prompt"
+
+    @property
+    def answers_tool_call(self) -> bool:
+        """True when this retry answers a specific tool call."""
+        return self.tool_name is not None and bool(self.tool_call_id)
+
+
+@attrs.frozen
+class UnknownPart:
+    """A part kind harness does not model, kept verbatim (``data`` holds every key)."""
+
+    kind: str
+    data: Mapping[str, Any] = attrs.field(converter=_frozen_mapping)
+
+    @property
+    def part_kind(self) -> str:
+        """The wire ``part_kind`` of the kept part."""
+        return self.kind
+
+
+Part: TypeAlias = (
+    SystemPromptPart
+    | UserPromptPart
+    | TextPart
+    | ThoughtPart
+    | ToolCallPart
+    | ToolReturnPart
+    | RetryPromptPart
+    | UnknownPart
+)
+
+REQUEST_PART_KINDS = frozenset({"system-prompt", "user-prompt", "tool-return", "retry-prompt"})
+RESPONSE_PART_KINDS = frozenset({"text", "thinking", "tool-call"})
+_REQUEST_TYPES = (SystemPromptPart, UserPromptPart, ToolReturnPart, RetryPromptPart)
+_RESPONSE_TYPES = (TextPart, ThoughtPart, ToolCallPart)
+_REQUEST_OK = (UnknownPart, *_REQUEST_TYPES)
+_RESPONSE_OK = (UnknownPart, *_RESPONSE_TYPES)
+
+
+@attrs.frozen
+class Usage:
+    """Token usage of one model response, normalised across providers.
+
+    ``request_tokens`` counts every input token, cached ones included; ``cached_tokens``
+    is the part of it read from the provider's prompt cache.
+    """
+
+    request_tokens: int = 0
+    response_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, repr=False)
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.request_tokens + self.response_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            request_tokens=self.request_tokens + other.request_tokens,
+            response_tokens=self.response_tokens + other.response_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    @classmethod
+    def from_pydantic_ai(cls, data: Mapping[str, Any]) -> Usage:
+        """Read pydantic-ai's ``RequestUsage`` dump (``input_tokens``, ``cache_read_tokens``...).
+
+        The deprecated aliases ``request_tokens`` and ``response_tokens`` are read too.
+        Keys that are not token totals are kept in ``extra``.
+        """
+        known = {
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "request_tokens",
+            "response_tokens",
+        }
+        return cls(
+            request_tokens=_int(data.get("input_tokens", data.get("request_tokens"))),
+            response_tokens=_int(data.get("output_tokens", data.get("response_tokens"))),
+            cached_tokens=_int(data.get("cache_read_tokens")),
+            cache_write_tokens=_int(data.get("cache_write_tokens")),
+            extra={k: v for k, v in data.items() if k not in known},
+        )
+
+    @classmethod
+    def from_openai(cls, data: Mapping[str, Any]) -> Usage:
+        """Read an OpenAI usage object (chat completions or responses API).
+
+        ``prompt_tokens``/``input_tokens`` already include cached tokens, which are read
+        from ``prompt_tokens_details.cached_tokens`` or ``input_tokens_details.cached_tokens``.
+        """
+        details: object = data.get("prompt_tokens_details") or data.get("input_tokens_details")
+        cached: object = None
+        if isinstance(details, Mapping):
+            cached = cast("Mapping[str, object]", details).get("cached_tokens")
+        return cls(
+            request_tokens=_int(data.get("prompt_tokens", data.get("input_tokens"))),
+            response_tokens=_int(data.get("completion_tokens", data.get("output_tokens"))),
+            cached_tokens=_int(cached),
+        )
+
+    @classmethod
+    def from_anthropic(cls, data: Mapping[str, Any]) -> Usage:
+        """Read an Anthropic usage object.
+
+        Anthropic's ``input_tokens`` excludes cache reads and cache writes, so the total
+        input is ``input_tokens + cache_read_input_tokens + cache_creation_input_tokens``.
+        """
+        cache_read = _int(data.get("cache_read_input_tokens"))
+        cache_write = _int(data.get("cache_creation_input_tokens"))
+        return cls(
+            request_tokens=_int(data.get("input_tokens")) + cache_read + cache_write,
+            response_tokens=_int(data.get("output_tokens")),
+            cached_tokens=cache_read,
+            cache_write_tokens=cache_write,
+        )
+
+    @classmethod
+    def from_any(cls, data: Mapping[str, Any]) -> Usage:
+        """Recognise the provider shape of ``data`` and normalise it."""
+        if "prompt_tokens" in data or "prompt_tokens_details" in data or "input_tokens_details" in data:
+            return cls.from_openai(data)
+        if "cache_read_input_tokens" in data or "cache_creation_input_tokens" in data:
+            return cls.from_anthropic(data)
+        return cls.from_pydantic_ai(data)
+
+
+def _int(value: object) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value)
+    return 0
+
+
+def _check_parts(instance: CanonicalMessage, _attribute: object, parts: tuple[object, ...]) -> None:
+    allowed = _REQUEST_OK if instance.kind == "request" else _RESPONSE_OK
+    for index, part in enumerate(parts):
+        if not isinstance(part, allowed):
+            kind = getattr(part, "part_kind", type(part).__name__)
+            raise MessageError(f"part {index}: a {instance.kind} cannot hold a {kind!r} part")
+
+
+def _kind(_instance: object, _attribute: object, value: str) -> None:
+    if value not in ("request", "response"):
+        raise MessageError(f"kind must be 'request' or 'response', got {value!r}")
+
+
+@attrs.frozen
+class CanonicalMessage:
+    """One message of a history: a request sent to the model or a response from it."""
+
+    kind: MessageKind = attrs.field(validator=_kind)
+    parts: tuple[Part, ...] = attrs.field(converter=tuple, validator=_check_parts)
+    timestamp: datetime | None = None
+    model_name: str | None = None
+    usage: Usage | None = None
+    run_id: str | None = None
+    provider_name: str | None = None
+    provider_response_id: str | None = None
+    finish_reason: str | None = None
+    metadata: JsonValue = None
+    instructions: str | None = None
+    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, repr=False)
+
+    @classmethod
+    def request(cls, *parts: Part, **fields: Any) -> CanonicalMessage:
+        """Build a request from parts, e.g. ``CanonicalMessage.request(UserPromptPart("hi"))``."""
+        return cls("request", parts, **fields)
+
+    @classmethod
+    def response(cls, *parts: Part, **fields: Any) -> CanonicalMessage:
+        """Build a response from parts, e.g. ``CanonicalMessage.response(TextPart("hello"))``."""
+        return cls("response", parts, **fields)
+
+    @classmethod
+    def user(cls, text: str) -> CanonicalMessage:
+        """Build a request holding one user prompt."""
+        return cls("request", (UserPromptPart(text),))
+
+    @property
+    def is_request(self) -> bool:
+        """True for requests."""
+        return self.kind == "request"
+
+    @property
+    def is_response(self) -> bool:
+        """True for responses."""
+        return self.kind == "response"
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallPart, ...]:
+        """The tool-call parts of this message, in order."""
+        return tuple(p for p in self.parts if isinstance(p, ToolCallPart))
+
+    def replace(self, **changes: Any) -> CanonicalMessage:
+        """Return a copy with ``changes`` applied (the original is unchanged)."""
+        return evolve(self, **changes)
+
+
+def history_repr(messages: Sequence[CanonicalMessage]) -> str:
+    """A short stand-in for a history in ``repr``: ``<N messages>``.
+
+    Results and sessions hold whole histories; printing them, or CPython computing their
+    ``repr`` behind the scenes (``asyncio.run`` formats its finished task on 3.11), must
+    not cost time proportional to the history.
+    """
+    return f"<{len(messages)} messages>"
+
+
+def message_text(message: CanonicalMessage) -> str:
+    """All text of a message: text, thinking, prompts, returns and retries, joined by newlines.
+
+    Tool calls contribute nothing; non-string tool-return content is JSON-encoded.
+    """
+    chunks: list[str] = []
+    for part in message.parts:
+        if isinstance(part, UserPromptPart):
+            chunks.append(part.text)
+        elif isinstance(part, (TextPart, ThoughtPart, SystemPromptPart)):
+            chunks.append(part.content)
+        elif isinstance(part, ToolReturnPart):
+            content = part.content
+            chunks.append(content if isinstance(content, str) else json.dumps(content, default=str))
+        elif isinstance(part, RetryPromptPart):
+            content = part.content
+            chunks.append(content if isinstance(content, str) else json.dumps(content, default=str))
+    return "\n".join(chunk for chunk in chunks if chunk)
+
+
+def latest_assistant_text(messages: Sequence[CanonicalMessage]) -> str | None:
+    """Return the text of the newest response that has any ``TextPart``, or ``None``.
+
+    This is what a UI shows as "the assistant's answer"; thinking is not included.
+    """
+    for message in reversed(messages):
+        if message.kind != "response":
+            continue
+        texts = [p.content for p in message.parts if isinstance(p, TextPart)]
+        if texts:
+            return "".join(texts)
+    return None
+
+
+def tool_call_ids(message: CanonicalMessage) -> list[str]:
+    """Ids of the tool calls in ``message``, in part order."""
+    return [p.tool_call_id for p in message.parts if isinstance(p, ToolCallPart)]
+
+
+def tool_return_ids(message: CanonicalMessage) -> list[str]:
+    """Ids of the tool returns in ``message``, in part order (retry prompts excluded)."""
+    return [p.tool_call_id for p in message.parts if isinstance(p, ToolReturnPart)]
+
+
+def tool_answer_ids(message: CanonicalMessage) -> list[str]:
+    """Ids answered in ``message``: tool returns plus retry prompts that name a tool."""
+    ids: list[str] = []
+    for part in message.parts:
+        if isinstance(part, ToolReturnPart):
+            ids.append(part.tool_call_id)
+        elif isinstance(part, RetryPromptPart) and part.answers_tool_call and part.tool_call_id:
+            ids.append(part.tool_call_id)
+    return ids
+
+
+_Markable = TypeVar(
+    "_Markable",
+    bound=SystemPromptPart
+    | UserPromptPart
+    | TextPart
+    | ThoughtPart
+    | ToolCallPart
+    | ToolReturnPart
+    | RetryPromptPart
+    | CanonicalMessage,
+)
+
+
+def harness_mark(obj: Part | CanonicalMessage) -> Mapping[str, Any] | None:
+    """Return the harness mark stored in ``obj.metadata[HARNESS_KEY]``, if any.
+
+    Harness recognises its own artefacts (summaries, request-scoped warnings, cleared
+    results) by this mark, never by text.
+    """
+    metadata = getattr(obj, "metadata", None)
+    if isinstance(metadata, Mapping):
+        mark = metadata.get(HARNESS_KEY)  # pyright: ignore[reportUnknownMemberType,reportUnknownVariableType]
+        if isinstance(mark, Mapping):
+            return mark  # pyright: ignore[reportUnknownVariableType]
+    return None
+
+
+def marked_metadata(metadata: JsonValue, **mark: JsonValue) -> dict[str, Any]:
+    """Return ``metadata`` with its harness mark updated by ``mark`` (a new dict).
+
+    Use it with :func:`replace` to change a part's content and mark it in one copy::
+
+        replace(part, content="[cleared]", metadata=marked_metadata(part.metadata, cleared="me"))
+
+    Raises:
+        MessageError: ``metadata`` is set and is not a mapping.
+    """
+    if metadata is None:
+        return {HARNESS_KEY: dict(mark)}
+    if not isinstance(metadata, Mapping):
+        raise MessageError("cannot mark a part whose metadata is not a mapping")
+    existing = cast("Mapping[str, Any]", metadata)
+    current: Any = existing.get(HARNESS_KEY)
+    merged: dict[str, Any] = dict(existing)
+    merged[HARNESS_KEY] = {**current, **mark} if isinstance(current, Mapping) else dict(mark)
+    return merged
+
+
+def with_harness_mark(obj: _Markable, **mark: JsonValue) -> _Markable:
+    """Return a copy of ``obj`` whose harness mark is updated with ``mark``.
+
+    Raises:
+        MessageError: ``obj.metadata`` is set and is not a mapping.
+    """
+    return evolve(obj, metadata=marked_metadata(obj.metadata, **mark))
+
+
+def replace(obj: _Markable, **changes: Any) -> _Markable:
+    """Return a copy of a message or part with ``changes`` applied, validators included.
+
+    Equivalent to ``attrs.evolve`` but several times faster, which matters to capabilities
+    that rebuild thousands of parts at once.
+
+    Raises:
+        TypeError: A name in ``changes`` is not a field of ``type(obj)``.
+    """
+    return evolve(obj, **changes)

@@ -1,1 +1,0 @@
-"""The offline demo: an embedded transcript replayed through the loop and a capability stack."""

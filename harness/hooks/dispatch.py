@@ -1,0 +1,259 @@
+"""Calling the context hooks: one implementation at a time, awaiting ``async def`` ones.
+
+pluggy can neither await coroutines nor roll back an edit, so the manager calls the
+:data:`ASYNC_HOOKS` implementations itself, through this module:
+
+* :func:`run_steps` runs ``before_model_request`` (and forced ``compact``) steps in order,
+  each under the invariant guard (:func:`harness.history.guard.guard_edit`): a step that
+  raises, returns a value or breaks the history has the history, the events and the
+  request-scoped parts it added rolled back, and is named in a
+  :class:`~harness.errors.CapabilityError`. ``ctx.report(event)`` reaches the
+  ``on_compaction`` observers while the steps run.
+* :func:`notify` calls the observers of ``after_node``, ``on_tool`` and ``on_compaction``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ASYNC_HOOKS",
+    "INTERRUPTS",
+    "Step",
+    "bind",
+    "forced_call",
+    "notify",
+    "own_compact",
+    "run_steps",
+]
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Final, TypeAlias
+
+import pluggy
+
+from harness.capabilities.base import Capability
+from harness.errors import CapabilityError
+from harness.history.guard import guard_edit
+from harness.hooks.tracing import Trace, traced_step
+
+if TYPE_CHECKING:
+    from harness.capabilities.context import CompactionEvent, RequestContext
+    from harness.history.invariants import Violation
+
+ASYNC_HOOKS: Final = frozenset({"before_model_request", "after_node", "on_tool", "on_compaction"})
+"""Hooks the manager calls itself, awaiting ``async def`` implementations (no wrappers)."""
+
+INTERRUPTS: Final = (asyncio.CancelledError, KeyboardInterrupt, SystemExit, GeneratorExit)
+"""Exceptions that propagate unchanged, never wrapped in a :class:`~harness.errors.CapabilityError`."""
+
+Step: TypeAlias = tuple[str, Callable[[], object], str]
+"""(plugin name, bound call, hook or method name) of one guarded step."""
+
+_Pending: TypeAlias = list[tuple[str, Awaitable[object]]]
+"""Awaitables returned by ``async def`` observers, by plugin name, not awaited yet."""
+_EventSink: TypeAlias = "Callable[[RequestContext, CompactionEvent], None]"
+
+
+def bind(impl: pluggy.HookImpl, kwargs: Mapping[str, object]) -> Callable[[], object]:
+    """A call of ``impl`` with the arguments it names, taken from ``kwargs``."""
+    args = [kwargs[name] for name in impl.argnames]
+    function: Callable[..., object] = impl.function
+
+    def call() -> object:
+        return function(*args)
+
+    return call
+
+
+def forced_call(method: Callable[..., object], ctx: RequestContext, reason: str) -> Callable[[], object]:
+    """A call of a capability's ``compact(ctx, reason=reason)``."""
+
+    def call() -> object:
+        return method(ctx, reason=reason)
+
+    return call
+
+
+def own_compact(capability: object) -> Callable[..., object] | None:
+    """The capability's ``compact`` method, unless it is missing or the base class's."""
+    method: object = getattr(capability, "compact", None)
+    if not callable(method):
+        return None
+    if isinstance(capability, Capability) and type(capability).compact is Capability.compact:
+        return None
+    return method
+
+
+async def run_steps(
+    ctx: RequestContext,
+    steps: Sequence[Step],
+    *,
+    observers: Sequence[pluggy.HookImpl],
+    trace: Trace | None = None,
+) -> None:
+    """Run ``steps`` on ``ctx`` in order, each under the invariant guard.
+
+    While they run, ``ctx.report(event)`` calls ``observers`` (the ordered ``on_compaction``
+    implementations) after the sink already installed; an ``async def`` observer is
+    awaited right after the step that reported, and not at all if that step is rolled back.
+
+    Args:
+        ctx: The request context the steps edit.
+        steps: The steps, in the order they run.
+        observers: The ``on_compaction`` implementations, in call order.
+        trace: Traces every step and observer call when given.
+
+    Raises:
+        CapabilityError: A step raised (chained), returned a value or left a new invariant
+            violation, or an observer raised; the history is restored to what it was before
+            that step.
+        asyncio.CancelledError: Propagated unchanged, after restoring the history.
+    """
+    previous_sink = ctx.on_event
+    pending: _Pending = []
+    ctx.on_event = _event_sink(observers, pending, previous_sink, trace)
+    baseline: Sequence[Violation] | None = None
+    try:
+        for name, call, hook_name in steps:
+            baseline = await _guarded_step(ctx, name, call, hook_name, pending, baseline, trace)
+    finally:
+        ctx.on_event = previous_sink
+
+
+async def _guarded_step(
+    ctx: RequestContext,
+    name: str,
+    call: Callable[[], object],
+    hook_name: str,
+    pending: _Pending,
+    baseline: Sequence[Violation] | None,
+    trace: Trace | None,
+) -> Sequence[Violation] | None:
+    history = ctx.messages
+    snapshot = list(history)
+    if trace is not None:
+        call = traced_step(trace, call, name, hook_name, ctx)
+    events_before = len(ctx.events)
+    scoped_before = len(ctx.request_scoped)
+
+    def restore() -> None:
+        history[:] = snapshot
+        ctx.messages = history
+        del ctx.events[events_before:]
+        del ctx.request_scoped[scoped_before:]
+        for _, awaitable in pending:
+            _discard(awaitable)
+        pending.clear()
+
+    try:
+        result = call()
+        if inspect.isawaitable(result):
+            result = await result
+        if result is not None:
+            raise CapabilityError(
+                name,
+                f"{hook_name} returned {type(result).__name__}; it must edit ctx.messages in "
+                "place and return None",
+            )
+    except CapabilityError:
+        restore()
+        raise
+    except INTERRUPTS:
+        restore()
+        raise
+    except Exception as exc:
+        restore()
+        raise CapabilityError(
+            name, f"{hook_name} raised {type(exc).__name__}: {exc} (the history was restored)"
+        ) from exc
+
+    if ctx.messages is not history:  # the implementation rebound the list
+        history[:] = ctx.messages
+        ctx.messages = history
+    try:
+        baseline = guard_edit(snapshot, history, name, hook_name=hook_name, baseline=baseline)
+    except CapabilityError:
+        restore()
+        raise
+    await _drain(pending)
+    return baseline
+
+
+def _event_sink(
+    observers: Sequence[pluggy.HookImpl],
+    pending: _Pending,
+    previous: _EventSink | None,
+    trace: Trace | None,
+) -> _EventSink:
+    def sink(ctx: RequestContext, event: CompactionEvent) -> None:
+        if previous is not None:
+            previous(ctx, event)
+        for impl in observers:
+            result = _call_observer(impl, {"ctx": ctx, "event": event}, "on_compaction", trace)
+            if inspect.isawaitable(result):
+                pending.append((impl.plugin_name, result))
+
+    return sink
+
+
+async def notify(
+    impls: Sequence[pluggy.HookImpl],
+    kwargs: Mapping[str, object],
+    hook_name: str,
+    trace: Trace | None = None,
+) -> None:
+    """Call every observer in ``impls`` in order, awaiting each ``async def`` one before the next.
+
+    Raises:
+        CapabilityError: An observer raised; it names the plugin and is chained to the
+            original exception.
+    """
+    for impl in impls:
+        result = _call_observer(impl, kwargs, hook_name, trace)
+        if inspect.isawaitable(result):
+            await _drain([(impl.plugin_name, result)], hook_name)
+
+
+def _call_observer(
+    impl: pluggy.HookImpl,
+    kwargs: Mapping[str, object],
+    hook_name: str,
+    trace: Trace | None = None,
+) -> object:
+    if trace is not None:
+        trace(f"{hook_name} -> {impl.plugin_name}")
+    try:
+        return bind(impl, kwargs)()
+    except INTERRUPTS:
+        raise
+    except CapabilityError:
+        raise
+    except Exception as exc:
+        raise CapabilityError(
+            impl.plugin_name, f"{hook_name} observer raised {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+async def _drain(pending: _Pending, hook_name: str = "on_compaction") -> None:
+    while pending:
+        name, awaitable = pending.pop(0)
+        try:
+            await awaitable
+        except INTERRUPTS:
+            for _, rest in pending:
+                _discard(rest)
+            pending.clear()
+            raise
+        except Exception as exc:
+            for _, rest in pending:
+                _discard(rest)
+            pending.clear()
+            if isinstance(exc, CapabilityError):
+                raise
+            raise CapabilityError(name, f"{hook_name} observer raised {type(exc).__name__}: {exc}") from exc
+
+
+def _discard(awaitable: Awaitable[object]) -> None:
+    if inspect.iscoroutine(awaitable):
+        awaitable.close()

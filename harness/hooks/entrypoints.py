@@ -1,0 +1,228 @@
+"""Entry-point plugins: discovery, the allow and block lists, loading, listing.
+
+Plugins are published under the ``harness`` entry-point group
+(``[project.entry-points.harness]``). ``HARNESS_LOAD_PLUGINS`` and
+``HARNESS_DISABLE_PLUGINS`` filter which ones are loaded (:func:`selected_entry_points`);
+:func:`load_entry_point` imports one and checks it implements a hook;
+:class:`PluginInfo` is what :meth:`PluginManager.list_plugins` reports.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DISABLE_ENV",
+    "ENTRY_POINT_GROUP",
+    "LOAD_ENV",
+    "PluginInfo",
+    "PluginKind",
+    "PluginSource",
+    "hook_names",
+    "load_entry_point",
+    "plugin_info",
+    "registration_error",
+    "selected_entry_points",
+]
+
+import importlib.metadata
+import inspect
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Final, Literal, TypeAlias, cast
+
+import attrs
+
+from harness.capabilities.base import Capability
+from harness.core.markers import PROJECT_NAME
+from harness.errors import PluginLoadError
+
+ENTRY_POINT_GROUP: Final = PROJECT_NAME
+"""The entry-point group plugins are published under: ``[project.entry-points.harness]``."""
+
+LOAD_ENV: Final = "HARNESS_LOAD_PLUGINS"
+"""Allow-list of entry points to load (names or distribution names, comma separated).
+
+Unset loads every entry point; set but empty loads none.
+"""
+
+DISABLE_ENV: Final = "HARNESS_DISABLE_PLUGINS"
+"""Block-list of entry points not to load (names or distribution names, comma separated)."""
+
+PluginKind: TypeAlias = Literal["capability", "plugin", "available"]
+"""How a plugin is known to the manager (see :attr:`PluginInfo.kind`)."""
+
+_IMPL_ATTR: Final = f"{PROJECT_NAME}_impl"
+
+
+@attrs.frozen
+class PluginInfo:
+    """One plugin as :meth:`PluginManager.list_plugins` reports it (like ``llm plugins``).
+
+    Attributes:
+        name: Registration name (the entry-point name for entry-point plugins).
+        kind: ``"capability"`` (registered capability), ``"plugin"`` (registered
+            plugin) or ``"available"`` (a capability class found through an entry point,
+            not registered until configured).
+        hooks: Names of the hooks it implements, sorted.
+        distribution: Name of the distribution it came from, for entry-point plugins.
+        version: Version of that distribution.
+        entry_point: The entry point's value, e.g. ``"harness_window:SlidingWindow"``.
+    """
+
+    name: str
+    kind: PluginKind
+    hooks: tuple[str, ...]
+    distribution: str | None = None
+    version: str | None = None
+    entry_point: str | None = None
+
+
+@attrs.frozen
+class PluginSource:
+    """Where an entry-point plugin came from.
+
+    Attributes:
+        distribution: Name of the distribution publishing it, when known.
+        version: That distribution's version, when known.
+        entry_point: The entry point's value (``"module:attribute"``).
+    """
+
+    distribution: str | None
+    version: str | None
+    entry_point: str
+
+    @classmethod
+    def of(cls, ep: importlib.metadata.EntryPoint) -> PluginSource:
+        """The source of ``ep``, read from its distribution's metadata."""
+        dist = ep.dist
+        if dist is None:
+            return cls(None, None, ep.value)
+        return cls(dist.metadata["Name"], dist.version, ep.value)
+
+
+def hook_names(obj: object) -> tuple[str, ...]:
+    """Names of the hooks ``obj`` (a module, class or instance) implements, sorted.
+
+    A ``specname`` given to ``@hookimpl`` counts instead of the attribute's name.
+    """
+    found: set[str] = set()
+    for attribute in dir(obj):
+        try:
+            value: object = inspect.getattr_static(obj, attribute)
+        except AttributeError:
+            continue
+        value = getattr(value, "__func__", value)  # staticmethod / classmethod
+        opts: object = getattr(value, _IMPL_ATTR, None)
+        if isinstance(opts, Mapping):
+            specname: object = opts.get("specname")  # pyright: ignore[reportUnknownMemberType,reportUnknownVariableType]
+            found.add(specname if isinstance(specname, str) else attribute)
+    return tuple(sorted(found))
+
+
+def plugin_info(name: str, obj: object, kind: PluginKind, source: PluginSource | None) -> PluginInfo:
+    """The :class:`PluginInfo` of ``obj``, registered (or listed) as ``name``."""
+    return PluginInfo(
+        name=name,
+        kind=kind,
+        hooks=hook_names(obj),
+        distribution=source.distribution if source else None,
+        version=source.version if source else None,
+        entry_point=source.entry_point if source else None,
+    )
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _env_names(variable: str) -> frozenset[str] | None:
+    value = os.environ.get(variable)
+    if value is None:
+        return None
+    return frozenset(_normalize(item.strip()) for item in value.split(",") if item.strip())
+
+
+def selected_entry_points(
+    *, allow: Iterable[str] | None = None, block: Iterable[str] | None = None
+) -> Iterator[tuple[importlib.metadata.EntryPoint, PluginSource]]:
+    """The entry points of :data:`ENTRY_POINT_GROUP` the allow and block lists let through.
+
+    Names compare case-insensitively, with ``-``, ``_`` and ``.`` equivalent; an entry
+    point matches a list by its own name or its distribution's. The block list wins.
+
+    Args:
+        allow: Entry-point or distribution names to load (``None``: read
+            :data:`LOAD_ENV`; unset there loads every entry point).
+        block: Names not to load (``None``: read :data:`DISABLE_ENV`).
+
+    Yields:
+        Each entry point let through, with its source.
+    """
+    allowed = _env_names(LOAD_ENV) if allow is None else frozenset(_normalize(n) for n in allow)
+    if block is None:
+        blocked = _env_names(DISABLE_ENV) or frozenset[str]()
+    else:
+        blocked = frozenset(_normalize(n) for n in block)
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        source = PluginSource.of(ep)
+        dist_name = source.distribution
+        keys = {_normalize(ep.name)} | ({_normalize(dist_name)} if dist_name else set[str]())
+        if allowed is not None and not keys & allowed:
+            continue
+        if keys & blocked:
+            continue
+        yield ep, source
+
+
+def load_entry_point(ep: importlib.metadata.EntryPoint, source: PluginSource) -> object:
+    """Import the object ``ep`` names and check that it implements a hook.
+
+    Returns:
+        The object: a class (a :class:`~harness.capabilities.base.Capability` subclass
+        or any class with hook implementations, to be configured before it is
+        registered), or a module or instance to register as it is.
+
+    Raises:
+        PluginLoadError: The import failed (chained), or the object implements no hook.
+            It names the entry point, its value, the distribution and its version.
+    """
+    try:
+        obj = ep.load()
+    except Exception as exc:
+        raise _load_error(ep, source, "failed to import", exc) from exc
+    if isinstance(obj, type):
+        cls = cast("type[object]", obj)
+        if not (issubclass(cls, Capability) or hook_names(cls)):
+            what = f"points to the class {cls.__qualname__}, which has no hook implementations"
+            raise _load_error(ep, source, what)
+        return cls
+    if not hook_names(obj):
+        raise _load_error(ep, source, f"points to {obj!r}, which has no hook implementations")
+    return obj
+
+
+def registration_error(
+    ep: importlib.metadata.EntryPoint, source: PluginSource, cause: PluginLoadError
+) -> PluginLoadError:
+    """The error to raise (chained to ``cause``) when registering ``ep``'s plugin failed."""
+    return _load_error(ep, source, "failed to register", cause)
+
+
+def _load_error(
+    ep: importlib.metadata.EntryPoint,
+    source: PluginSource,
+    what: str,
+    cause: BaseException | None = None,
+) -> PluginLoadError:
+    dist = source.distribution or "an unknown distribution"
+    version = f" {source.version}" if source.version else ""
+    reason = what if cause is None else f"{what}: {type(cause).__name__}: {cause}"
+    text = f"harness plugin {ep.name!r} (entry point {ep.name} = {ep.value}) from {dist}{version} {reason}"
+    return PluginLoadError(
+        f"{text}. Disable it with {DISABLE_ENV}={ep.name}, or uninstall {dist}.",
+        plugin_name=ep.name,
+        distribution=source.distribution,
+        version=source.version,
+        entry_point=source.entry_point,
+        reason=reason,
+    )

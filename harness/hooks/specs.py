@@ -1,0 +1,232 @@
+"""The hook specifications every harness plugin and capability implements against.
+
+A plugin is any object (module, class instance) with functions marked
+``@harness.core.markers.hookimpl`` whose names match the hooks below. Implementations may
+accept *fewer* arguments than the specification (pluggy passes only the ones they
+name), so adding a parameter to a hook later does not break existing plugins.
+
+pluggy itself cannot await coroutines, so the four context hooks
+(``before_model_request``, ``after_node``, ``on_tool``, ``on_compaction``) are never
+called through ``pm.hook.<name>(...)`` directly: :class:`harness.hooks.manager.PluginManager`
+calls each implementation in a fixed order (:mod:`harness.hooks.ordering`) and awaits it
+when it is ``async def`` (:mod:`harness.hooks.dispatch`).
+Wrapper implementations (``wrapper=True`` / ``hookwrapper=True``) are rejected on
+these hooks, because a wrapper cannot await across its ``yield``.
+
+Call order for the context hooks: capabilities first, in their resolved order (the
+order the user listed them, adjusted only by their ``runs_before`` / ``runs_after``
+declarations), then every other plugin in registration order (``tryfirst`` plugins
+before plain ones, ``trylast`` plugins after them). ``tryfirst`` / ``trylast`` do not
+move a capability: its place is decided by the user's list.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "after_node",
+    "before_model_request",
+    "count_tokens",
+    "on_compaction",
+    "on_tool",
+    "resolve_model",
+]
+
+from typing import TYPE_CHECKING
+
+from harness.core.markers import hookspec
+
+if TYPE_CHECKING:
+    from harness.capabilities.context import CompactionEvent, RequestContext
+    from harness.core.model import Model
+    from harness.core.nodes import Node
+    from harness.tools.context import RunContext
+    from harness.tools.lifecycle import ToolEvent
+
+
+# --------------------------------------------------------------------------------------
+# Model requests: the history a capability may edit.
+# --------------------------------------------------------------------------------------
+
+
+@hookspec
+def before_model_request(ctx: RequestContext) -> None:
+    """Edit the history about to be sent to the model, in place.
+
+    Signature: ``before_model_request(ctx: RequestContext) -> None``
+
+    Called once before every model request of a run (and by ``harness.compact``),
+    after the new request has been appended: ``ctx.messages`` ends with the request
+    being sent. Implementations edit ``ctx.messages`` in place, preferably through
+    ``ctx.replace_messages(...)``, which also reports a ``CompactionEvent``. Edits
+    persist into the run's history and the session. Parts meant for this request only
+    (for example a limit warning) go through ``ctx.add_request_scoped(part, source=...)``
+    and are never stored.
+
+    Ordering: capabilities run in the order the user listed them, after applying
+    their declared ``runs_before`` / ``runs_after`` constraints; each one sees its
+    predecessor's output. Other plugins run after every capability, in registration
+    order.
+
+    Return value: must be ``None``; the history is edited in place. Returning
+    anything else raises ``CapabilityError`` (a hint for code ported from frameworks
+    whose hook returns the context).
+
+    Async: ``async def`` implementations are allowed and awaited in order, one at a
+    time. Wrapper implementations are rejected.
+
+    Invariant guard: if an implementation leaves the history with a violation it did
+    not have before (a tool call split from its answer, two requests in a row, ...),
+    the history is restored to what it was before that implementation ran and
+    ``CapabilityError`` names the capability. If the implementation raises, the
+    history is restored too and ``CapabilityError`` naming it is raised from the
+    original exception (``asyncio.CancelledError`` and ``KeyboardInterrupt`` propagate
+    unchanged).
+
+    Args:
+        ctx: The request about to be made: history, token counter, model, usage,
+            request-scoped parts and per-run plugin state.
+    """
+
+
+# --------------------------------------------------------------------------------------
+# Observers: the run as it happens. They receive frozen objects and must not edit them.
+# --------------------------------------------------------------------------------------
+
+
+@hookspec
+def after_node(ctx: RunContext, node: Node) -> None:
+    """Observe a node of the agent loop after it ran.
+
+    Signature: ``after_node(ctx: RunContext, node: Node) -> None``
+
+    Called after every node of a run completes (a model request, a round of tool
+    calls, the end node), before the loop moves on to the next node.
+
+    Ordering: capabilities first in their resolved order, then other plugins in
+    registration order.
+
+    Return value: ignored; return ``None``. The hook is an observer and must not edit
+    the run's history.
+
+    Async: ``async def`` implementations are allowed and awaited in order. An
+    implementation that raises stops the run with ``CapabilityError`` naming the
+    plugin, chained to the original exception.
+
+    Args:
+        ctx: The run's context (history, usage, iteration count).
+        node: The node that just ran.
+    """
+
+
+@hookspec
+def on_tool(ctx: RunContext, event: ToolEvent) -> None:
+    """Observe a tool call changing state (started, returned, failed, retried).
+
+    Signature: ``on_tool(ctx: RunContext, event: ToolEvent) -> None``
+
+    Called by the tool-call registry each time a tool call's status changes, in the
+    order the changes happen.
+
+    Ordering: capabilities first in their resolved order, then other plugins in
+    registration order.
+
+    Return value: ignored; return ``None``. The event is frozen.
+
+    Async: ``async def`` implementations are allowed and awaited in order. An
+    implementation that raises stops the run with ``CapabilityError`` naming the
+    plugin, chained to the original exception.
+
+    Args:
+        ctx: The run's context.
+        event: What happened to which tool call.
+    """
+
+
+@hookspec
+def on_compaction(ctx: RequestContext, event: CompactionEvent) -> None:
+    """Observe an edit a capability made to the history.
+
+    Signature: ``on_compaction(ctx: RequestContext, event: CompactionEvent) -> None``
+
+    Called each time a capability reports an edit through ``ctx.report(event)`` (which
+    ``ctx.replace_messages`` does for every change it makes). Synchronous
+    implementations run immediately, inside the capability's step; ``async def``
+    implementations are awaited, in order, right after that capability's step ends.
+    If the step is then rolled back by the invariant guard, the pending async
+    implementations are not awaited; synchronous ones have already seen the event.
+
+    Ordering: capabilities first in their resolved order, then other plugins in
+    registration order.
+
+    Return value: ignored; return ``None``. The event is frozen.
+
+    Async: ``async def`` implementations are allowed (see above). An implementation
+    that raises ends the request with ``CapabilityError`` naming the plugin.
+
+    Args:
+        ctx: The request being prepared, with the history after the edit.
+        event: The edit: strategy, reason, message and token counts before and after,
+            tool calls removed or cleared.
+    """
+
+
+# --------------------------------------------------------------------------------------
+# Decisions: the first plugin with an answer wins.
+# --------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def count_tokens(text: str, model_name: str | None) -> int | None:
+    """Count the tokens of ``text`` with another tokenizer than tiktoken.
+
+    Signature: ``count_tokens(text: str, model_name: str | None) -> int | None``
+
+    Called by the token counter a ``PluginManager`` hands out (see
+    ``PluginManager.token_counter``) for every text it has not counted before; results
+    are cached per part and message, so the hook is not called again for unchanged
+    history.
+
+    Ordering: pluggy's order (last registered first; ``tryfirst`` / ``trylast``
+    respected). Stops at first non-None result (``firstresult``).
+
+    Return value: the number of tokens (a non-negative ``int``), or ``None`` to let the
+    next implementation, and finally tiktoken, answer (for example for a model the
+    plugin does not know).
+
+    Async: not allowed; ``async def`` implementations are rejected when the plugin is
+    registered, because token counting runs inside synchronous code.
+
+    Args:
+        text: The text to count.
+        model_name: Name of the model the text is sent to, when known.
+    """
+
+
+@hookspec(firstresult=True)
+def resolve_model(model_string: str) -> Model | None:
+    """Turn a model string such as ``"myprovider:some-model"`` into a model.
+
+    Signature: ``resolve_model(model_string: str) -> Model | None``
+
+    Called by ``harness.models.resolve.resolve_model`` (and so by ``Agent("...")`` and
+    the CLI's ``--model``) each time a model is given as a string, before the built-in
+    providers are tried. The built-in ``openai:``, ``anthropic:``, ``ollama:`` and ``test``
+    prefixes are resolved by fallback code that runs only when every implementation
+    returned ``None``, so a plugin can add a provider or replace a built-in one.
+
+    Ordering: pluggy's order (last registered first; ``tryfirst`` / ``trylast``
+    respected). Stops at first non-None result (``firstresult``).
+
+    Return value: a :class:`~harness.core.model.Model` (anything with ``model_name``,
+    ``context_window`` and ``async request(...)``), or ``None`` to let the next
+    implementation, and finally the built-in providers, answer. Any other value raises
+    ``ModelResolutionError``.
+
+    Async: not allowed; the hook must return the model itself, because resolution runs
+    in synchronous code (``Agent.__init__``). An awaitable result raises
+    ``ModelResolutionError``.
+
+    Args:
+        model_string: The string as the user wrote it, stripped of surrounding blanks
+            (for example ``"openai:gpt-4o-mini"``).
+    """

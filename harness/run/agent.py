@@ -1,0 +1,265 @@
+"""The agent: a model, tools, capabilities and a system prompt, run against sessions.
+
+Example::
+
+    from harness import Agent
+    from harness.models.function import FunctionModel
+
+    agent = Agent(model, tools=[read_file], system_prompt="You are terse.")
+    result = await agent.run("What is in README.md?", session=session)
+    print(result.output)
+"""
+
+from __future__ import annotations
+
+__all__ = ["Agent", "RunResult"]
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from harness.core.messages import CanonicalMessage, Usage, history_repr
+from harness.core.model import Model, ModelSettings, ToolDefinition
+from harness.errors import ToolDefinitionError
+from harness.hooks.manager import PluginManager
+from harness.models.resolve import resolve_model
+from harness.run.orchestrator import RequestOrchestrator
+from harness.run.settings import InstructionsFunction, RunSettings
+from harness.session import Session
+from harness.tools.context import RunState
+from harness.tools.tool import Tool, as_tool
+
+
+@attrs.frozen
+class RunResult:
+    """The result of :meth:`Agent.run`.
+
+    Attributes:
+        output: Text of the final response (``None`` when it had no text).
+        new_messages: Messages this run added to the history.
+        all_messages: The whole history after the run (a copy).
+        usage: Usage of this run, capability requests included.
+        request_id: The run's request id.
+        session: The session the run used (pass it to the next run to continue).
+        iterations: Model requests the run made.
+        state: The run's final runtime state: counters and the tool-call registry.
+    """
+
+    output: str | None
+    new_messages: list[CanonicalMessage] = attrs.field(repr=history_repr)
+    all_messages: list[CanonicalMessage] = attrs.field(repr=history_repr)
+    usage: Usage
+    request_id: str
+    session: Session
+    iterations: int = 0
+    state: RunState = attrs.field(factory=RunState, repr=False)
+
+
+def _positive(name: str, value: int) -> None:
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}")
+
+
+class Agent:
+    """Runs prompts through a model, its tools and a capability stack.
+
+    Args:
+        model: Any :class:`~harness.core.model.Model`, or a model string such as
+            ``"openai:gpt-4o-mini"`` or ``"anthropic:claude-sonnet-4-6"``, resolved by
+            :func:`~harness.models.resolve.resolve_model` (plugins' ``resolve_model`` hook
+            first, then the built-in providers).
+        tools: Tools or plain functions (turned into tools with :meth:`Tool.from_function`).
+        capabilities: Capability objects, run before every model request in this order
+            (adjusted only by their ``runs_before`` / ``runs_after`` declarations).
+        system_prompt: Static system prompt, sent in front of every request, never stored.
+        instructions: ``callable(RunContext) -> str`` (sync or async) for dynamic
+            instructions, evaluated before every model request, never stored.
+        plugin_manager: A prepared :class:`~harness.hooks.manager.PluginManager` (observers,
+            entry-point plugins); ``capabilities`` are added to it.
+        max_iterations: Maximum model requests per run (``MaxIterationsExceeded``).
+        request_timeout: Seconds a whole run may take (``RequestTimeout``); ``None`` = no limit.
+        tool_max_retries: Attempts per call for transient tool failures (exceptions not in
+            ``NON_RETRYABLE``), with exponential backoff; after the last attempt the
+            failure becomes a tool return the model sees, and the run continues.
+        tool_retry_budget: Consecutive retry prompts (``ToolRetry``, invalid arguments,
+            unknown tool) a tool may cause before the run fails with
+            ``ToolRetryBudgetExceeded``; a success resets the count.
+        max_parallel_tools: Maximum tool calls of one response running at once.
+        max_empty_responses: Nudges after empty responses before ``EmptyResponseError``.
+        settings: Model settings sent with every request.
+        tool_retry_base_delay: First backoff delay in seconds (doubles, capped at 5 s,
+            plus up to 10 % jitter).
+        fallback_tool_calls: Parse tool calls written as text when a response has no
+            structured call (see :mod:`harness.run.fallback`).
+
+    Raises:
+        ValueError: A limit is below 1.
+        ToolDefinitionError: Two tools share a name.
+        ModelResolutionError: ``model`` is a string no plugin or built-in provider knows.
+    """
+
+    def __init__(
+        self,
+        model: Model | str,
+        *,
+        tools: Sequence[Tool | Callable[..., Any]] = (),
+        capabilities: Sequence[object] = (),
+        system_prompt: str | None = None,
+        instructions: InstructionsFunction | None = None,
+        plugin_manager: PluginManager | None = None,
+        max_iterations: int = 25,
+        request_timeout: float | None = None,
+        tool_max_retries: int = 3,
+        tool_retry_budget: int = 3,
+        max_parallel_tools: int = 8,
+        max_empty_responses: int = 2,
+        settings: ModelSettings | None = None,
+        tool_retry_base_delay: float = 0.5,
+        fallback_tool_calls: bool = True,
+    ) -> None:
+        _positive("max_iterations", max_iterations)
+        _positive("tool_max_retries", tool_max_retries)
+        _positive("max_parallel_tools", max_parallel_tools)
+        if tool_retry_budget < 0:
+            raise ValueError(f"tool_retry_budget must be >= 0, got {tool_retry_budget}")
+        if max_empty_responses < 0:
+            raise ValueError(f"max_empty_responses must be >= 0, got {max_empty_responses}")
+        if request_timeout is not None and request_timeout <= 0:
+            raise ValueError(f"request_timeout must be positive or None, got {request_timeout}")
+        if tool_retry_base_delay < 0:
+            raise ValueError(f"tool_retry_base_delay must be >= 0, got {tool_retry_base_delay}")
+        tools_by_name: dict[str, Tool] = {}
+        for item in tools:
+            tool = as_tool(item)
+            if tool.name in tools_by_name:
+                raise ToolDefinitionError(f"two tools are named {tool.name!r}", tool_name=tool.name)
+            tools_by_name[tool.name] = tool
+        self.plugin_manager = plugin_manager if plugin_manager is not None else PluginManager()
+        resolved = resolve_model(model, plugin_manager=self.plugin_manager)
+        if capabilities:
+            self.plugin_manager.add_capabilities(capabilities)
+        self.run_settings = RunSettings(
+            model=resolved,
+            tools=tools_by_name,
+            tool_definitions=tuple(t.definition for t in tools_by_name.values()),
+            system_prompt=system_prompt,
+            instructions=instructions,
+            max_iterations=max_iterations,
+            request_timeout=request_timeout,
+            tool_max_retries=tool_max_retries,
+            tool_retry_budget=tool_retry_budget,
+            max_parallel_tools=max_parallel_tools,
+            max_empty_responses=max_empty_responses,
+            model_settings=settings if settings is not None else ModelSettings(),
+            tool_retry_base_delay=tool_retry_base_delay,
+            fallback_tool_calls=fallback_tool_calls,
+        )
+        """Everything a run reads from this agent, frozen (see :class:`~harness.run.settings.RunSettings`)."""
+        self._active: set[RequestOrchestrator] = set()
+
+    @property
+    def model(self) -> Model:
+        """The resolved model."""
+        return self.run_settings.model
+
+    @property
+    def tools(self) -> Mapping[str, Tool]:
+        """The agent's tools by name."""
+        return self.run_settings.tools
+
+    @property
+    def tool_definitions(self) -> tuple[ToolDefinition, ...]:
+        """What the model is told about the tools."""
+        return self.run_settings.tool_definitions
+
+    @property
+    def system_prompt(self) -> str | None:
+        """The static system prompt."""
+        return self.run_settings.system_prompt
+
+    @property
+    def max_iterations(self) -> int:
+        """Maximum model requests per run."""
+        return self.run_settings.max_iterations
+
+    @property
+    def request_timeout(self) -> float | None:
+        """Seconds a whole run may take (``None``: no limit)."""
+        return self.run_settings.request_timeout
+
+    @property
+    def tool_max_retries(self) -> int:
+        """Attempts per call for transient tool failures."""
+        return self.run_settings.tool_max_retries
+
+    @property
+    def tool_retry_budget(self) -> int:
+        """Consecutive retry prompts a tool may cause."""
+        return self.run_settings.tool_retry_budget
+
+    @property
+    def max_parallel_tools(self) -> int:
+        """Maximum tool calls of one response running at once."""
+        return self.run_settings.max_parallel_tools
+
+    @property
+    def max_empty_responses(self) -> int:
+        """Nudges after empty responses before ``EmptyResponseError``."""
+        return self.run_settings.max_empty_responses
+
+    @property
+    def fallback_tool_calls(self) -> bool:
+        """Whether tool calls written as text are parsed."""
+        return self.run_settings.fallback_tool_calls
+
+    async def run(self, prompt: str | None, session: Session | None = None) -> RunResult:
+        """Run ``prompt`` to a final answer.
+
+        Args:
+            prompt: The user prompt. ``None`` continues a history that ends with a
+                request (for example after ``MaxIterationsExceeded``).
+            session: The conversation to continue and update; a fresh in-memory session
+                when omitted (find it on the result). A session with a ``path`` is saved
+                after the run, and after a failure before the error is raised.
+
+        Raises:
+            MaxIterationsExceeded, EmptyResponseError, ToolRetryBudgetExceeded,
+            RequestTimeout, UserAbort: The run stopped; the history was saved (the
+                error's ``session`` attribute holds it).
+            CapabilityError: A capability failed.
+        """
+        if session is None:
+            session = Session()
+        orchestrator = RequestOrchestrator(
+            self.run_settings,
+            session,
+            prompt,
+            plugin_manager=self.plugin_manager,
+            counter=self.plugin_manager.token_counter(self.model.model_name),
+        )
+        self._active.add(orchestrator)
+        try:
+            outcome = await orchestrator.run()
+        finally:
+            self._active.discard(orchestrator)
+        return RunResult(
+            output=outcome.output,
+            new_messages=outcome.new_messages,
+            all_messages=outcome.all_messages,
+            usage=outcome.usage,
+            request_id=outcome.request_id,
+            session=session,
+            iterations=outcome.iterations,
+            state=outcome.state,
+        )
+
+    def run_sync(self, prompt: str | None, session: Session | None = None) -> RunResult:
+        """Run :meth:`run` in a new event loop (for scripts; not inside a running loop)."""
+        return asyncio.run(self.run(prompt, session))
+
+    def abort(self) -> None:
+        """Abort every run of this agent in progress; each saves and raises ``UserAbort``."""
+        for orchestrator in list(self._active):
+            orchestrator.abort()

@@ -1,0 +1,270 @@
+"""The tool executor: one batch of tool calls, in parallel, with retries and the registry.
+
+Every call moves through the run's :class:`~harness.tools.lifecycle.ToolCallRegistry`
+(registered, started, then completed, failed or cancelled), and each transition goes to
+the ``on_tool`` hook. Results come back in call order whatever order the calls finish in.
+"""
+
+from __future__ import annotations
+
+__all__ = ["NON_RETRYABLE", "ToolExecutor", "tool_content"]
+
+import asyncio
+import dataclasses
+import json
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+
+from harness.core.messages import (
+    CanonicalMessage,
+    Part,
+    RetryPromptPart,
+    ToolCallPart,
+    ToolReturnPart,
+    with_harness_mark,
+)
+from harness.errors import HarnessError, MessageError, ToolArgumentsError, ToolRetry, UserAbort
+from harness.run.recovery import ABORTED_TOOL_CONTENT
+from harness.run.settings import RunSettings
+from harness.tools.context import RunContext
+from harness.tools.lifecycle import ToolEvent
+from harness.tools.tool import Tool
+
+NON_RETRYABLE: tuple[type[BaseException], ...] = (
+    ToolRetry,
+    ToolArgumentsError,
+    UserAbort,
+    asyncio.CancelledError,
+    KeyboardInterrupt,
+    SystemExit,
+    HarnessError,
+)
+"""Exceptions a tool raises that are never retried as transient failures.
+
+``ToolRetry`` and argument errors become retry prompts; the others (user abort,
+cancellation, configuration errors, which are all ``HarnessError``) stop the run.
+"""
+
+_FIX = "Fix the errors and try again."
+_BACKOFF_CAP = 5.0
+
+
+def tool_content(value: Any) -> Any:
+    """Turn a tool's return value into JSON-ready content (``str()`` as a last resort).
+
+    attrs classes and dataclasses become dicts, objects with ``model_dump`` (pydantic
+    models) are dumped in JSON mode; anything ``json`` cannot encode becomes ``str(value)``.
+    """
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    converted: Any = value
+    kind: type[Any] = type(value)  # pyright: ignore[reportUnknownVariableType]
+    if attrs.has(kind):
+        converted = attrs.asdict(value)
+    elif dataclasses.is_dataclass(kind):
+        converted = dataclasses.asdict(value)
+    else:
+        dump: Any = getattr(value, "model_dump", None)
+        if callable(dump):
+            try:
+                converted = dump(mode="json")
+            except TypeError:
+                converted = dump()
+    try:
+        json.dumps(converted)
+    except (TypeError, ValueError):
+        return str(value)
+    return converted
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return text[:500]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class ToolExecutor:
+    """Runs the tool calls of a run's responses, one batch at a time.
+
+    Args:
+        settings: The run's settings (tools, retries, parallelism).
+        run: The run context; its registry records every call.
+        emit: Sends a registry event to the ``on_tool`` hook.
+    """
+
+    def __init__(
+        self, settings: RunSettings, run: RunContext, emit: Callable[[ToolEvent], Awaitable[None]]
+    ) -> None:
+        self.settings = settings
+        self.run = run
+        self.emit = emit
+        self.results: dict[str, Part] = {}
+        """Finished results of the current batch, by call id (kept on abort)."""
+        self.budget_exceeded: tuple[str, int, str] | None = None
+        """``(tool, budget, last problem)`` once a tool used up its retry budget."""
+        self._retries: dict[str, int] = {}
+
+    async def run_batch(self, calls: Sequence[ToolCallPart]) -> CanonicalMessage:
+        """Run ``calls`` (bounded concurrency) and return the request holding their results.
+
+        Raises:
+            BaseException: The first fatal error of the batch (in call order), after every
+                call finished; cancellation cancels the calls still running.
+        """
+        self.results = {}
+        state = self.run.run
+        registry = state.tool_registry
+        events = [registry.register(call) for call in calls]
+        state.batch_counter += 1
+        for event in events:
+            await self.emit(event)
+        semaphore = asyncio.Semaphore(self.settings.max_parallel_tools)
+        fatal: list[tuple[int, BaseException]] = []
+
+        async def one(index: int, call: ToolCallPart) -> None:
+            try:
+                async with semaphore:
+                    await self._execute(call)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # fatal: stops the run after the batch
+                fatal.append((index, exc))
+
+        if len(calls) == 1:
+            await one(0, calls[0])
+        else:
+            tasks = [asyncio.create_task(one(i, c)) for i, c in enumerate(calls)]
+            try:
+                await asyncio.gather(*tasks)
+            except BaseException:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.wait(tasks)
+                raise
+        if fatal:
+            fatal.sort(key=lambda item: item[0])
+            raise fatal[0][1]
+        return CanonicalMessage.request(*(self.results[call.tool_call_id] for call in calls))
+
+    # ---------------------------------------------------------------- one call
+
+    def _retry_part(self, call: ToolCallPart, message: str, *, hint: bool = True) -> RetryPromptPart:
+        content = f"{message}\n\n{_FIX}" if hint and not message.endswith(_FIX) else message
+        return RetryPromptPart(
+            content, tool_name=call.tool_name, tool_call_id=call.tool_call_id, timestamp=_now()
+        )
+
+    async def _finish(self, call: ToolCallPart, part: Part, event: ToolEvent) -> None:
+        self.results[call.tool_call_id] = part
+        await self.emit(event)
+
+    async def _retry_prompt(
+        self, call: ToolCallPart, tool: Tool | None, message: str, *, hint: bool = True
+    ) -> None:
+        self._note_retry(call, tool, message)
+        registry = self.run.run.tool_registry
+        await self._finish(
+            call, self._retry_part(call, message, hint=hint), registry.fail(call.tool_call_id, message)
+        )
+
+    def _note_retry(self, call: ToolCallPart, tool: Tool | None, message: str) -> None:
+        name = call.tool_name
+        count = self._retries.get(name, 0) + 1
+        self._retries[name] = count
+        budget = tool.retry_budget if tool is not None and tool.retry_budget is not None else None
+        if budget is None:
+            budget = self.settings.tool_retry_budget
+        if count > budget and self.budget_exceeded is None:
+            self.budget_exceeded = (name, budget, message)
+
+    def _arguments(self, call: ToolCallPart, tool: Tool) -> dict[str, Any] | str:
+        """The validated arguments, or the problem to send back as a retry prompt."""
+        try:
+            raw: Any = call.args
+            if isinstance(raw, str):
+                raw = json.loads(raw) if raw.strip() else {}
+            elif raw is None:
+                raw = {}
+            return tool.validate(raw)
+        except (json.JSONDecodeError, MessageError) as exc:
+            return f"The arguments of {call.tool_name!r} are not valid JSON: {exc}"
+        except ToolArgumentsError as exc:
+            return str(exc)
+
+    async def _execute(self, call: ToolCallPart) -> None:
+        registry = self.run.run.tool_registry
+        await self.emit(registry.start(call.tool_call_id))
+        tool = self.settings.tools.get(call.tool_name)
+        if tool is None:
+            available = ", ".join(sorted(self.settings.tools)) or "none"
+            await self._retry_prompt(
+                call, None, f"Unknown tool name: {call.tool_name!r}. Available tools: {available}."
+            )
+            return
+        arguments = self._arguments(call, tool)
+        if isinstance(arguments, str):
+            await self._retry_prompt(call, tool, arguments)
+            return
+
+        ctx = self.run.for_tool(call.tool_call_id, call.tool_name, self._retries.get(call.tool_name, 0))
+        attempts = max(1, self.settings.tool_max_retries)
+        for attempt in range(1, attempts + 1):
+            registry.note_attempt(call.tool_call_id)
+            try:
+                result = await tool.call(arguments, ctx)
+            except ToolRetry as exc:
+                await self._retry_prompt(call, tool, exc.message, hint=exc.hint)
+                return
+            except ToolArgumentsError as exc:  # a tool validating further arguments itself
+                await self._retry_prompt(call, tool, str(exc))
+                return
+            except NON_RETRYABLE as exc:
+                await self._fatal(call, exc)
+                raise
+            except Exception as exc:
+                if attempt < attempts:
+                    await asyncio.sleep(self._backoff(attempt))
+                    continue
+                error = f"{type(exc).__name__}: {exc}"
+                content = f"Tool {call.tool_name!r} failed after {attempts} attempt(s): {error}"
+                part = with_harness_mark(
+                    ToolReturnPart(call.tool_call_id, call.tool_name, content, timestamp=_now()),
+                    tool_error=True,
+                )
+                await self._finish(call, part, registry.fail(call.tool_call_id, error))
+                return
+            self._retries[call.tool_name] = 0
+            content = tool_content(result)
+            part = ToolReturnPart(call.tool_call_id, call.tool_name, content, timestamp=_now())
+            await self._finish(call, part, registry.complete(call.tool_call_id, _short(content)))
+            return
+
+    async def _fatal(self, call: ToolCallPart, exc: BaseException) -> None:
+        """Record the result of a call that stops the run (abort, or a harness error)."""
+        if isinstance(exc, asyncio.CancelledError):
+            return
+        registry = self.run.run.tool_registry
+        if isinstance(exc, UserAbort | KeyboardInterrupt):
+            reason = f"{ABORTED_TOOL_CONTENT}: {exc}" if str(exc) else ABORTED_TOOL_CONTENT
+            part = with_harness_mark(
+                ToolReturnPart(call.tool_call_id, call.tool_name, reason, timestamp=_now()), aborted=True
+            )
+            await self._finish(call, part, registry.cancel(call.tool_call_id, reason))
+            return
+        error = f"{type(exc).__name__}: {exc}"
+        part = with_harness_mark(
+            ToolReturnPart(call.tool_call_id, call.tool_name, f"Tool failed: {error}", timestamp=_now()),
+            tool_error=True,
+        )
+        await self._finish(call, part, registry.fail(call.tool_call_id, error))
+
+    def _backoff(self, attempt: int) -> float:
+        delay = min(self.settings.tool_retry_base_delay * 2 ** (attempt - 1), _BACKOFF_CAP)
+        return delay * (1 + random.random() * 0.1)

@@ -1,0 +1,28 @@
+"""Tools: schema and validation, the run context a tool sees, and the tool-call lifecycle."""
+
+from __future__ import annotations
+
+from harness.tools.context import RunContext, RunState
+from harness.tools.lifecycle import ToolCallRecord, ToolCallRegistry, ToolCallStatus, ToolEvent, ToolEventKind
+from harness.tools.tool import (
+    Tool,
+    as_tool,
+    parse_google_docstring,
+    schema_for_annotation,
+    validate_arguments,
+)
+
+__all__ = [
+    "as_tool",
+    "parse_google_docstring",
+    "RunContext",
+    "RunState",
+    "schema_for_annotation",
+    "Tool",
+    "ToolCallRecord",
+    "ToolCallRegistry",
+    "ToolCallStatus",
+    "ToolEvent",
+    "ToolEventKind",
+    "validate_arguments",
+]

@@ -1,0 +1,148 @@
+"""Whole documents in harness.wire: accepted inputs, JSON errors, dump errors (harness.wire.document)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from harness.core import CanonicalMessage, ToolCallPart, ToolReturnPart, UserPromptPart
+from harness.errors import WireFormatError
+from harness.wire import (
+    dump_messages,
+    load_messages,
+    load_messages_and_thoughts,
+    messages_from_jsonable,
+    messages_to_jsonable,
+)
+
+
+def test_accepted_inputs() -> None:
+    doc = [{"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "héllo ☃ 😀"}]}]
+    text = json.dumps(doc, ensure_ascii=False)
+    expected = [CanonicalMessage.user("héllo ☃ 😀")]
+    assert load_messages(text) == expected
+    assert load_messages(text.encode()) == expected
+    assert load_messages(bytearray(text.encode())) == expected
+    assert load_messages(memoryview(text.encode())) == expected
+    assert load_messages(b"\xef\xbb\xbf" + text.encode()) == expected  # UTF-8 BOM
+    assert load_messages(doc) == expected
+    assert messages_from_jsonable(doc) == expected
+    assert load_messages(b"[]") == []
+    assert load_messages_and_thoughts("[]") == ([], [])
+    assert dump_messages([]) == b"[]"
+
+
+def test_non_ascii_and_lone_surrogates_round_trip() -> None:
+    history = [CanonicalMessage.user("héllo ☃ 😀 \ud800 end")]
+    data = dump_messages(history)
+    data.decode("utf-8")  # always valid UTF-8
+    assert load_messages(data) == history
+
+
+def test_jsonable_is_what_dump_writes() -> None:
+    history = [
+        CanonicalMessage.request(UserPromptPart(("a", {"b": 1}))),
+        CanonicalMessage.response(ToolCallPart("c", "t", {"x": (1, 2)})),
+    ]
+    jsonable = messages_to_jsonable(history)
+    assert jsonable[0]["parts"][0]["content"] == ["a", {"b": 1}]
+    assert json.loads(dump_messages(history)) == json.loads(json.dumps(jsonable))
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        pytest.param(b"", "invalid JSON", id="empty"),
+        pytest.param(b'[{"kind": "request", "parts": [', "line 1 column 32 \\(char 31\\)", id="truncated"),
+        pytest.param(b'[{"kind": "request"}\n,,]', "line 2 column 2", id="junk"),
+        pytest.param(b"[NaN]", "NaN is not a JSON value", id="nan"),
+        pytest.param(b"[-Infinity]", "-Infinity is not a JSON value", id="infinity"),
+        pytest.param(b"\xff\xfe[]", "invalid UTF-8 at byte 0", id="not utf-8"),
+        pytest.param(b"[" * 100_000 + b"]" * 100_000, "invalid JSON", id="too deep"),
+        pytest.param(b"[" + b"1" * 5000 + b"]", "invalid JSON", id="huge integer"),
+    ],
+)
+def test_invalid_json_is_a_wire_format_error(data: bytes, reason: str) -> None:
+    with pytest.raises(WireFormatError, match=reason) as caught:
+        load_messages(data)
+    assert caught.value.message_index is None
+
+
+def test_non_list_jsonable_and_wrong_input_types() -> None:
+    with pytest.raises(WireFormatError, match="JSON array"):
+        messages_from_jsonable({"kind": "request"})  # pyright: ignore[reportArgumentType]
+    with pytest.raises(WireFormatError, match="JSON array"):
+        load_messages(3)  # pyright: ignore[reportArgumentType]
+
+
+def test_dump_errors_name_the_location() -> None:
+    with pytest.raises(WireFormatError) as caught:
+        dump_messages([CanonicalMessage.user("x"), "not a message"])  # pyright: ignore[reportArgumentType]
+    assert caught.value.message_index == 1
+
+    bad_content = CanonicalMessage.request(ToolReturnPart("c", "t", {"x": float("nan")}))
+    with pytest.raises(WireFormatError) as caught:
+        dump_messages([CanonicalMessage.user("x"), bad_content])
+    assert (caught.value.message_index, caught.value.part_index, caught.value.field) == (1, 0, "content")
+
+    bad_args = CanonicalMessage.response(ToolCallPart("c", "t", {"x": object()}))
+    with pytest.raises(WireFormatError) as caught:
+        dump_messages([bad_args])
+    assert (caught.value.message_index, caught.value.part_index, caught.value.field) == (0, 0, "args")
+
+    bad_metadata = CanonicalMessage.user("x").replace(metadata={"when": {1, 2}, "f": float("inf")})
+    with pytest.raises(WireFormatError) as caught:
+        dump_messages([bad_metadata])
+    assert (caught.value.message_index, caught.value.part_index, caught.value.field) == (0, None, "metadata")
+
+    class Alien:
+        part_kind = "alien"
+
+    with pytest.raises(WireFormatError) as caught:
+        dump_messages([_with_alien_part(Alien())])
+    assert (caught.value.message_index, caught.value.part_index) == (0, 0)
+
+
+def _with_alien_part(part: object) -> CanonicalMessage:
+    message = CanonicalMessage.response()
+    object.__setattr__(message, "parts", (part,))  # bypass validation to simulate a foreign object
+    return message
+
+
+def test_dump_converts_non_json_containers() -> None:
+    from types import MappingProxyType
+
+    message = CanonicalMessage.response(ToolCallPart("c", "t", MappingProxyType({"a": (1, 2)})))
+    assert json.loads(dump_messages([message]))[0]["parts"][0]["args"] == {"a": [1, 2]}
+    stamped = CanonicalMessage.request(ToolReturnPart("c", "t", {"at": datetime(2024, 1, 1, tzinfo=UTC)}))
+    assert json.loads(dump_messages([stamped]))[0]["parts"][0]["content"] == {"at": "2024-01-01T00:00:00Z"}
+
+
+def test_loading_pauses_the_garbage_collector_and_always_restores_it() -> None:
+    import gc
+
+    from harness.wire import document
+
+    seen: list[bool] = []
+    original = document.load_items
+
+    def spy(items: list[object], thoughts: list[str] | None) -> list[CanonicalMessage]:
+        seen.append(gc.isenabled())
+        return original(items, thoughts)  # pyright: ignore[reportArgumentType]
+
+    assert gc.isenabled()
+    document.load_items = spy  # pyright: ignore[reportAttributeAccessIssue]
+    try:
+        load_messages(b'[{"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "hi"}]}]')
+        with pytest.raises(WireFormatError):
+            load_messages(b'[{"kind": "request", "parts": [{"part_kind": "text", "content": "x"}]}]')
+        gc.disable()
+        load_messages(b"[]")
+        assert not gc.isenabled(), "a collector the caller disabled stays disabled"
+    finally:
+        gc.enable()
+        document.load_items = original  # pyright: ignore[reportAttributeAccessIssue]
+    assert seen == [False, False, False]
+    assert gc.isenabled()
