@@ -44,6 +44,7 @@ from harness.core.messages import (
     RetryPromptPart,
     TextPart,
     ThoughtPart,
+    ToolCallPart,
     Usage,
     with_harness_mark,
 )
@@ -207,7 +208,10 @@ class RequestOrchestrator:
     def _prepare(self) -> None:
         messages = prepare_history(self.session.messages, self.ctx.prompt, self.counter)
         self.added = 1
-        self._known_ids = {call.tool_call_id for m in messages for call in m.tool_calls}
+        # One pass over the parts; ``message.tool_calls`` would build a tuple per message.
+        self._known_ids = {
+            part.tool_call_id for m in messages for part in m.parts if isinstance(part, ToolCallPart)
+        }
         self.ctx.messages = messages
 
     async def _iterate(self) -> str | None:
