@@ -38,7 +38,6 @@ import functools
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import uuid
 from collections.abc import Mapping, Sequence
@@ -50,6 +49,7 @@ import attrs
 
 from harness.core.messages import CanonicalMessage, Usage, history_repr
 from harness.errors import WireFormatError
+from harness.session.files import atomic_write_bytes, backup_path
 
 if TYPE_CHECKING:
     from harness.tokens import TokenCounter
@@ -78,13 +78,9 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _backup_path(path: Path) -> Path:
-    return path.with_name(path.name + ".bak")
-
-
 def _load_error(file: Path, reason: str) -> SessionLoadError:
     """A :class:`SessionLoadError` for ``file`` that names its backup when one exists."""
-    backup = _backup_path(file)
+    backup = backup_path(file)
     return SessionLoadError(file, reason, backup=backup if backup.exists() else None)
 
 
@@ -128,6 +124,11 @@ def _project_id(root: str) -> str:
     return hashlib.sha256(root.encode()).hexdigest()[:16]
 
 
+def _optional_path(value: str | os.PathLike[str] | None) -> Path | None:
+    """Accept ``str`` and any ``os.PathLike`` wherever a path is documented."""
+    return None if value is None else Path(value)
+
+
 # Files whose last load failed: never overwritten without ``force=True``.
 _QUARANTINED: set[str] = set()
 
@@ -142,7 +143,7 @@ class Session:
 
     Attributes:
         session_id: uuid4 hex.
-        project_id: See :func:`project_id_for`.
+        project_id: See :func:`project_id_for` (computed on first use unless given).
         created_at: When the session was created (UTC).
         last_modified: When it was last saved (UTC).
         working_directory: The working directory it belongs to.
@@ -153,11 +154,12 @@ class Session:
         messages: The stored history. A run works on its own copy and hands the result
             back when it ends (see :meth:`record_run`).
         original_query: The first prompt of the task, kept across runs (not persisted).
-        path: The session file; ``None`` for an in-memory session.
+        path: The session file (``str`` or any ``os.PathLike``, kept as a ``Path``);
+            ``None`` for an in-memory session.
     """
 
     session_id: str = attrs.field(factory=lambda: uuid.uuid4().hex)
-    project_id: str = attrs.field(factory=project_id_for)
+    _project_id: str | None = attrs.field(default=None, alias="project_id")
     created_at: datetime = attrs.field(factory=_now)
     last_modified: datetime = attrs.field(factory=_now)
     working_directory: str = attrs.field(factory=os.getcwd)
@@ -167,7 +169,22 @@ class Session:
     thoughts: list[str] = attrs.field(factory=list[str])
     messages: list[CanonicalMessage] = attrs.field(factory=list[CanonicalMessage], repr=history_repr)
     original_query: str | None = None
-    path: Path | None = None
+    path: Path | None = attrs.field(default=None, converter=_optional_path)
+
+    @property
+    def project_id(self) -> str:
+        """See :func:`project_id_for`; computed from ``working_directory`` when first read.
+
+        Computing it may run ``git rev-parse``, so a throw-away session (``Agent.run(prompt)``
+        without one) never pays for it.
+        """
+        if self._project_id is None:
+            self._project_id = project_id_for(self.working_directory)
+        return self._project_id
+
+    @project_id.setter
+    def project_id(self, value: str) -> None:
+        self._project_id = value
 
     @classmethod
     def new(cls, **fields: Any) -> Session:
@@ -416,57 +433,6 @@ def _session_from_bytes(file: Path, raw: bytes) -> Session:
         messages=list(messages),
         path=file,
     )
-
-
-# --------------------------------------------------------------------- atomic write
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def atomic_write_bytes(path: Path, data: bytes, *, backup: bool = True) -> None:
-    """Replace ``path`` with ``data`` so that a crash leaves the old or the new content.
-
-    Steps: write a temporary file in the same folder, flush and fsync it; if ``backup``
-    and ``path`` exists, atomically refresh ``<name>.bak`` from it (hard link or copy,
-    then rename); rename the temporary file over ``path``; fsync the folder.
-    """
-    directory = path.parent
-    tmp = directory / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if backup and path.exists():
-            bak = _backup_path(path)
-            bak_tmp = directory / f".{bak.name}.{uuid.uuid4().hex[:12]}.tmp"
-            try:
-                os.link(path, bak_tmp)
-            except OSError:
-                shutil.copy2(path, bak_tmp)
-            os.replace(bak_tmp, bak)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    _fsync_dir(directory)
 
 
 # --------------------------------------------------------------------- listing

@@ -460,3 +460,47 @@ def test_truncated_or_corrupted_files_raise_only_session_load_error(
     if failure is not None:
         assert failure.path == path
     assert path.read_bytes() == damaged  # never modified, loaded or not
+
+
+def test_a_throw_away_session_runs_no_subprocess(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 12 #11: ``Session()`` must not run ``git rev-parse`` until project_id is needed."""
+    import subprocess
+
+    import harness.session as session_module
+
+    session_module._project_id.cache_clear()  # pyright: ignore[reportPrivateUsage]
+    calls: list[object] = []
+    real_run = subprocess.run
+
+    def counting_run(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args[0] if args else kwargs.get("args"))
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", counting_run)
+    session = Session()
+    assert calls == [], "the constructor ran a subprocess"
+    assert Session(project_id="given").project_id == "given"
+    assert calls == []
+    assert len(session.project_id) == 16
+    assert calls and calls[0] == ["git", "rev-parse", "--show-toplevel"]
+
+
+def test_paths_are_accepted_as_str_and_pathlike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 12 #26: every path parameter takes str and os.PathLike."""
+    monkeypatch.chdir(tmp_path)
+    session = Session(path="sessions/s.json")
+    assert session.path == Path("sessions/s.json")
+    saved = session.save()
+    assert saved.is_file()
+    assert Session.load("sessions/s.json").session_id == session.session_id
+
+    class Custom(os.PathLike[str]):
+        def __fspath__(self) -> str:
+            return str(tmp_path / "custom.json")
+
+    other = Session()
+    other.path = Custom()  # type: ignore[assignment]  # the converter runs on assignment too
+    assert other.path == tmp_path / "custom.json"
+    assert other.save() == tmp_path / "custom.json"
+    assert Session.create(str(tmp_path / "dir")).path is not None
+    assert list_sessions(str(tmp_path / "dir")).sessions == ()
