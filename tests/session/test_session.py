@@ -482,7 +482,8 @@ def test_a_throw_away_session_runs_no_subprocess(monkeypatch: pytest.MonkeyPatch
     assert Session(project_id="given").project_id == "given"
     assert calls == []
     assert len(session.project_id) == 16
-    assert calls and calls[0] == ["git", "rev-parse", "--show-toplevel"]
+    assert calls
+    assert calls[0] == ["git", "rev-parse", "--show-toplevel"]
 
 
 def test_paths_are_accepted_as_str_and_pathlike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
