@@ -62,8 +62,9 @@ def load_coding_agent() -> ModuleType:
         return importlib.import_module("harness_coding_agent")
     except ImportError as exc:
         raise CodingAgentMissingError(
-            f"this command runs the example agent, which is not installed: pip install "
-            f"{CODING_AGENT_DISTRIBUTION} (in a checkout: uv sync --all-packages)"
+            f"this command runs the example agent ({CODING_AGENT_DISTRIBUTION}), which is not "
+            "installed: pip install 'harness-loop[demo]' (the agent and the capability plugins of "
+            "its stack; in a checkout: uv sync --all-packages)"
         ) from exc
 
 
