@@ -182,3 +182,82 @@ def test_every_harness_name_in_the_readme_exists(dotted: str) -> None:
         resolve(dotted)
     except ImportError as exc:
         pytest.fail(f"README.md names `{dotted}`, which does not exist: {exc}")
+
+
+def _fresh_machine_commands() -> list[str]:
+    block = re.search(r"^```sh\n(.*?)^```", README, re.S | re.M)
+    assert block is not None
+    return [line for line in block.group(1).splitlines() if line.strip()]
+
+
+def test_the_fresh_machine_commands_never_install_into_the_system_python() -> None:
+    commands = _fresh_machine_commands()
+    assert len(commands) == 2
+    assert commands[0].endswith("uv run harness demo")
+    assert commands[1].endswith("uv run pytest")
+    for command in commands:
+        steps = [step.strip() for step in command.split("&&")]
+        assert steps[0] == "python3 -m venv .venv", "the first step makes the project's own environment"
+        assert all(not step.startswith(("python3 -m pip", "pip ", "pip3 ")) for step in steps), command
+        assert "--inexact" in command, "uv sync must keep the uv it runs from"
+
+
+def _externally_managed_python() -> Path | None:
+    """A system Python whose pip refuses installs (PEP 668), if this machine has one."""
+    for candidate in (Path("/usr/bin/python3"), Path("/usr/local/bin/python3")):
+        if not candidate.exists():
+            continue
+        stdlib = subprocess.run(
+            [str(candidate), "-c", "import sysconfig; print(sysconfig.get_path('stdlib'))"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        if stdlib and (Path(stdlib) / "EXTERNALLY-MANAGED").exists():
+            return candidate
+    return None
+
+
+@pytest.mark.skipif(
+    _externally_managed_python() is None and os.environ.get("CI") != "true",
+    reason="no PEP 668 (externally managed) system Python on this machine",
+)
+def test_the_bootstrap_works_on_an_externally_managed_python(tmp_path: Path) -> None:
+    python = _externally_managed_python()
+    assert python is not None, "CI machines have Debian's externally managed python3"
+    env = {"PATH": f"{python.parent}:/bin", "HOME": os.environ.get("HOME", str(tmp_path)), "LANG": "C.UTF-8"}
+    refused = subprocess.run(
+        ["python3", "-m", "pip", "install", "--dry-run", "uv"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode != 0
+    assert "externally-managed-environment" in refused.stdout + refused.stderr, (
+        "the old first step fails here"
+    )
+    bootstrap = _fresh_machine_commands()[0].split(" && .venv/bin/uv sync")[0]
+    done = subprocess.run(
+        ["bash", "-c", f"{bootstrap} && .venv/bin/uv --version"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("uv ")
+
+
+@pytest.mark.parametrize("title", ["Sessions", "Errors and warnings"])
+def test_section_examples_run_and_print_what_they_say(title: str, tmp_path: Path) -> None:
+    blocks = python_blocks(section(title))
+    assert blocks, f"## {title} has a runnable example"
+    for code in blocks:
+        promised = re.search(r"^# prints: (.*)$", code, re.M)
+        assert promised is not None, "each example says what it prints"
+        completed = subprocess.run(
+            [sys.executable, "-c", PRELUDE + code], cwd=tmp_path, capture_output=True, text=True, check=False
+        )
+        assert completed.returncode == 0, completed.stderr
+        assert completed.stdout.splitlines() == promised.group(1).split(" / ")
