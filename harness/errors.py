@@ -5,18 +5,20 @@ warning from :class:`HarnessWarning`, so callers can catch or filter the whole f
 with one line. Errors carry structured attributes (the file, the tool, the plugin...)
 besides their message, so a caller can react without parsing text.
 
-This module is the bottom layer: it imports nothing else from harness.
+This module is the bottom layer: it imports nothing else from harness. It is long and
+better whole: the one place to look for a harness exception is the point of it.
 
 The families:
 
 * messages and files: :class:`MessageError`, :class:`WireFormatError`,
   :class:`HistoryFileError`, :class:`InteropError`;
 * tokens: :class:`TokenizerError`, :class:`ApproximateTokenCountWarning`;
-* sessions: :class:`SessionLoadError`, :class:`SessionSaveError`;
+* sessions and file writes: :class:`SessionLoadError`, :class:`SessionSaveError`,
+  :class:`TargetNotRegularFileError`;
 * tools: :class:`ToolRetry`, :class:`ToolArgumentsError`, :class:`ToolDefinitionError`,
   :class:`IllegalTransition`;
 * plugins and capabilities: :class:`PluginLoadError`, :class:`CapabilityError`,
-  :class:`CapabilityOrderError`, :class:`StackConfigError`;
+  :class:`CapabilityOrderError`, :class:`StackConfigError`, :class:`UnknownPluginNameWarning`;
 * models: :class:`ModelError` and its kinds, :class:`ModelResolutionError`,
   :class:`ModelResponseError`, :class:`ReplayExhausted`;
 * runs: :class:`RunError` and its kinds (:class:`MaxIterationsExceeded`,
@@ -61,11 +63,13 @@ __all__ = [
     "SessionLoadError",
     "SessionSaveError",
     "StackConfigError",
+    "TargetNotRegularFileError",
     "TokenizerError",
     "ToolArgumentsError",
     "ToolDefinitionError",
     "ToolRetry",
     "ToolRetryBudgetExceeded",
+    "UnknownPluginNameWarning",
     "UserAbort",
     "WireFormatError",
     "is_experimental",
@@ -143,10 +147,15 @@ class WireFormatError(HarnessError, ValueError):
     """A document could not be read as a message history.
 
     Attributes:
-        message_index: Index of the offending message, when known.
-        part_index: Index of the offending part inside that message, when known.
+        message_index: Index of the offending message, when known (for a foreign format,
+            its index in the document: the record, not the converted message).
+        part_index: Index of the offending part (or content block) inside that message, when known.
         field: Name of the offending field, when known.
         reason: What was wrong, without the location prefix.
+        line: The 1-based line of a JSON Lines document holding the offending message, when known.
+        format: The format the document was being read as (``"pydantic-ai"``, ``"openai"``,
+            ``"anthropic"``), or ``None`` when no format applies (the document is not a history
+            in any accepted format, or the error comes from writing).
     """
 
     def __init__(
@@ -156,12 +165,20 @@ class WireFormatError(HarnessError, ValueError):
         message_index: int | None = None,
         part_index: int | None = None,
         field: str | None = None,
+        line: int | None = None,
+        format: str | None = None,
     ) -> None:
         self.reason = reason
         self.message_index = message_index
         self.part_index = part_index
         self.field = field
+        self.line = line
+        self.format = format
         where: list[str] = []
+        if format is not None:
+            where.append(f"{format} format")
+        if line is not None:
+            where.append(f"line {line}")
         if message_index is not None:
             where.append(f"message {message_index}")
         if part_index is not None:
@@ -231,6 +248,31 @@ class SessionLoadError(HarnessError):
 
 class SessionSaveError(HarnessError):
     """A session could not be saved (for example it would overwrite a corrupt file)."""
+
+
+class TargetNotRegularFileError(HarnessError, OSError):
+    """A file write was refused: the target is not a regular file, so it would be destroyed.
+
+    Raised by ``harness.session.atomic_write_bytes`` (and so ``Session.save`` and
+    ``harness compact``) before anything is written. It is an :class:`OSError` too, so
+    code that handles failed writes handles it.
+
+    Attributes:
+        path: The path given.
+        kind: What is there: ``"directory"``, ``"FIFO"``, ``"character device"``,
+            ``"block device"``, ``"socket"``, ``"special file"``, ``"dangling symlink"``,
+            ``"symlink loop"``, or ``"symlink"`` (when symlinks are refused).
+        target: Where the symlink points (a dangling link's text, or the special file a
+            link resolves to), else ``None``.
+    """
+
+    def __init__(self, path: Path, kind: str, *, target: Path | None = None) -> None:
+        self.path = path
+        self.kind = kind
+        self.target = target
+        pointing = f" (pointing to {target})" if target is not None else ""
+        article = "an" if kind[:1].lower() in "aeiou" else "a"
+        super().__init__(f"refusing to write {path}: it is {article} {kind}{pointing}, not a regular file")
 
 
 # ------------------------------------------------------------------------------
@@ -378,6 +420,35 @@ class StackConfigError(HarnessError, ValueError):
         self.entry = entry
         self.parameter = parameter
         self.accepted = tuple(accepted)
+        self.suggestion = suggestion
+        super().__init__(message)
+
+
+class UnknownPluginNameWarning(HarnessWarning):
+    """An entry of ``HARNESS_DISABLE_PLUGINS`` / ``HARNESS_LOAD_PLUGINS`` matches no installed plugin.
+
+    Emitted once per process per variable and entry, naming the installed plugins and the
+    closest one ("did you mean").
+
+    Attributes:
+        variable: The variable (or ``PluginManager.load_entrypoint_plugins`` argument) holding the entry.
+        entry: The entry as written.
+        installed: The installed entry-point names, sorted.
+        suggestion: The closest installed entry-point or distribution name, when one is close.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        variable: str,
+        entry: str,
+        installed: Sequence[str] = (),
+        suggestion: str | None = None,
+    ) -> None:
+        self.variable = variable
+        self.entry = entry
+        self.installed = tuple(installed)
         self.suggestion = suggestion
         super().__init__(message)
 

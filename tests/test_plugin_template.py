@@ -58,6 +58,7 @@ def test_render_replaces_every_placeholder(tmp_path: Path):
     assert target == tmp_path / "harness-trim-logs"
     files = sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file())
     assert files == [
+        "LICENSE",
         "README.md",
         "harness_trim_logs/__init__.py",
         "harness_trim_logs/capability.py",

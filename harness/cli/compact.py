@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __all__ = ["compact", "compact_report"]
 
-import json
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -16,23 +16,27 @@ import click
 from rich.table import Table
 
 from harness.cli._app import (
+    EXIT_OVER_WINDOW,
     EXIT_PROBLEM,
+    HISTORY_PATH,
     HistoryFile,
     cli,
     console,
     escaped,
+    history_format_option,
     read_history_file,
     resolve_cli_stack,
     stack_option,
 )
+from harness.cli._json import echo_json, edit_count, event_json
 from harness.config import StackEntry, format_stack
 from harness.config.stacks import tiered_stack_entries
-from harness.errors import HistoryFileError
+from harness.errors import HistoryFileError, TargetNotRegularFileError
 from harness.history import check_invariants
 from harness.run.compaction import CompactionResult, compact_sync
-from harness.session import atomic_write_bytes
+from harness.session.files import atomic_write_bytes, write_target
 from harness.tokens import TokenCounter
-from harness.wire import dump_messages
+from harness.wire import FormatChoice, dump_messages
 
 
 def compact_report(
@@ -46,9 +50,13 @@ def compact_report(
 ) -> dict[str, Any]:
     """The manifest ``harness compact`` prints, as a JSON-ready mapping.
 
-    One item per :class:`~harness.capabilities.context.CompactionEvent` (``capability`` is the
-    event's ``strategy``), with the ids of the tool calls cleared and dropped, plus the
-    totals and the invariant report of the result.
+    One item per :class:`~harness.capabilities.context.CompactionEvent`
+    (:func:`~harness.cli._json.event_json`: ``capability`` is the event's ``strategy``; a
+    ``rollup`` item sums up the edits before it and is not counted in ``edit_count``), with
+    the ids of the tool calls cleared and dropped, plus the
+    totals, the invariant report of the result, ``tokens_over_window`` (how far the
+    result is over ``window``; 0 when it fits) and ``backup`` (the backup ``--in-place``
+    kept, filled in by the command).
     """
     violations = check_invariants(result.messages, persisted=history.kind == "session")
     return {
@@ -58,25 +66,14 @@ def compact_report(
         "window": window,
         "dry_run": dry_run,
         "written": None if written is None else str(written),
+        "backup": None,
         "messages_before": len(history.messages),
         "messages_after": len(result.messages),
         "tokens_before": result.tokens_before,
         "tokens_after": result.tokens_after,
-        "edits": [
-            {
-                "capability": event.strategy,
-                "reason": event.reason,
-                "messages_before": event.messages_before,
-                "messages_after": event.messages_after,
-                "tokens_before": event.tokens_before,
-                "tokens_after": event.tokens_after,
-                "tool_calls_cleared": len(event.cleared_tool_call_ids),
-                "tool_calls_dropped": len(event.removed_tool_call_ids),
-                "cleared_tool_call_ids": list(event.cleared_tool_call_ids),
-                "dropped_tool_call_ids": list(event.removed_tool_call_ids),
-            }
-            for event in result.events
-        ],
+        "tokens_over_window": max(0, result.tokens_after - window),
+        "edits": [event_json(event) for event in result.events],
+        "edit_count": edit_count(result.events),
         "request_scoped_parts": len(result.request_scoped),
         "invariants": {
             "clean": not violations,
@@ -95,7 +92,7 @@ def _print(report: Mapping[str, Any]) -> None:
     )
     for edit in report["edits"]:
         table.add_row(
-            escaped(edit["capability"]),
+            escaped(edit["capability"] + (" (roll-up)" if edit["rollup"] else "")),
             f"{edit['messages_before']} → {edit['messages_after']}",
             f"{edit['tokens_before']:,} → {edit['tokens_after']:,}",
             f"{edit['tokens_before'] - edit['tokens_after']:,}",
@@ -105,6 +102,9 @@ def _print(report: Mapping[str, Any]) -> None:
         )
     if report["edits"]:
         out.print(table)
+        if any(edit["rollup"] for edit in report["edits"]):
+            count = report["edit_count"]
+            out.print(f"{count} edit{'' if count == 1 else 's'}; a roll-up row sums up the edits above it")
     else:
         out.print("no capability edited the history")
     clean = report["invariants"]["clean"]
@@ -124,21 +124,47 @@ def _serialise(history: HistoryFile, result: CompactionResult) -> bytes:
         total_tokens=result.tokens_after,
         last_modified=datetime.now(UTC),
     )
-    return json.dumps(session.to_dict(), ensure_ascii=False, indent=1).encode()
+    return session.to_bytes()
+
+
+def _writable(target: Path) -> Path:
+    """The regular file writing ``target`` replaces or creates (through symlinks), checked up front.
+
+    Raises:
+        TargetNotRegularFileError: ``target`` is a FIFO, device, folder, dangling link...
+        HistoryFileError: ``target`` cannot be examined.
+    """
+    try:
+        return write_target(target)
+    except TargetNotRegularFileError:
+        raise
+    except OSError as exc:
+        raise HistoryFileError(target, f"cannot write the result here: {exc.strerror or exc}") from exc
+
+
+def _same_file(first: Path, second: Path) -> bool:
+    try:
+        return os.path.samefile(first, second)  # hard links and symlinks too
+    except OSError:
+        return first.resolve() == second.resolve()
 
 
 def _target(path: Path, out: Path | None, in_place: bool, force: bool) -> Path | None:
+    stdin = str(path) == "-"
     if in_place:
         if out is not None:
             raise click.UsageError("--out and --in-place exclude each other")
+        if not stdin:  # standard input is refused once the history is read
+            _writable(path)
         return path
     if out is None:
         return None
-    if out.resolve() == path.resolve():
-        raise click.UsageError("--out names the input file; pass --in-place to overwrite it (a .bak is kept)")
-    if out.is_dir():
-        raise click.UsageError(f"--out {out} is a folder")
-    if out.exists() and not force:
+    real = _writable(out)
+    if not stdin and _same_file(real, path):
+        raise click.UsageError(
+            "--out names the input file; pass --in-place to overwrite it (a numbered .bak is kept)"
+        )
+    if real.exists() and not force:
         raise click.UsageError(f"--out {out} exists; pass --force to overwrite it")
     return out
 
@@ -153,7 +179,8 @@ Examples:
   harness compact history.json --json --dry-run | jq '.edits[].tokens_after'
 """
 )
-@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("path", type=HISTORY_PATH)
+@history_format_option
 @stack_option
 @click.option(
     "--window",
@@ -176,11 +203,16 @@ Examples:
     default=None,
     help="Write the result to this new file (atomically).",
 )
-@click.option("--in-place", is_flag=True, help="Overwrite the input atomically, keeping <name>.bak.")
-@click.option("--force", is_flag=True, help="Let --out overwrite an existing file.")
+@click.option(
+    "--in-place",
+    is_flag=True,
+    help="Overwrite the input atomically (keeping its mode), keeping the previous version as <name>.bak.N.",
+)
+@click.option("--force", is_flag=True, help="Let --out overwrite an existing regular file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
 def compact(
     path: Path,
+    history_format: FormatChoice,
     stack: str | None,
     config: Path | None,
     stack_name: str | None,
@@ -202,12 +234,25 @@ def compact(
     dropped.
 
     Nothing is written unless --out FILE (a new file; --force to replace one) or
-    --in-place (the input, with a .bak) is given; --dry-run writes nothing in any case.
-    A session file stays a session file. Exits with 1 if the result breaks an invariant
-    (nothing is written then), 2 on a bad file or stack.
+    --in-place (the input; the previous version is kept as the next free <name>.bak.N,
+    never overwriting an older backup) is given; --dry-run writes nothing in any case.
+    Symlinks are written through; a FIFO, device or folder is refused. A session file
+    stays a session file; a history read in another format (see --format) or from JSON
+    Lines, gzip or - (standard input) is written in harness's wire format, so it needs
+    --out, not --in-place. Exits with 1 if the result breaks an invariant (nothing is
+    written then), 2 on a bad file, target or stack, 3 if the result is still over
+    --window (it is written all the same, with a warning).
     """
     target = _target(path, out, in_place, force)
-    history = read_history_file(path)
+    window_given = window is not None
+    history = read_history_file(path, format=history_format)
+    if in_place and history.from_stdin:
+        raise click.UsageError("--in-place cannot replace standard input; write the result with --out FILE")
+    if in_place and history.kind == "history" and not history.rewritable:
+        raise click.UsageError(
+            f"--in-place would replace {path} ({history.described}) with harness's wire format; "
+            "write the result with --out FILE instead"
+        )
     counter = TokenCounter(model)
     size = counter.count_messages(history.messages)
     window = window or max(size, 1)
@@ -220,26 +265,50 @@ def compact(
     )
     report = compact_report(history, result, entries, window=window, dry_run=dry_run, written=None)
     clean = report["invariants"]["clean"]
+    through: Path | None = None
     if target is not None and not dry_run and clean:
         try:
-            atomic_write_bytes(target, _serialise(history, result), backup=in_place)
+            written = atomic_write_bytes(
+                target,
+                _serialise(history, result),
+                backup="numbered" if in_place else "none",
+                new_file_mode="umask",
+            )
+        except TargetNotRegularFileError:
+            raise
         except OSError as exc:
             raise HistoryFileError(target, f"cannot write the result: {exc.strerror or exc}") from exc
         report["written"] = str(target)
+        report["backup"] = None if written.backup is None else str(written.backup)
+        through = written.path if written.path != target else None
     if as_json:
-        click.echo(json.dumps(report, indent=2))
+        echo_json(report)
     else:
         _print(report)
         if report["written"]:
-            kept = " (previous version kept as .bak)" if in_place else ""
-            console().print(f"wrote {escaped(report['written'])}{kept}")
+            line = f"wrote {escaped(report['written'])}"
+            if through is not None:
+                line += f" (through the symlink, to {escaped(through)})"
+            if report["backup"]:
+                line += f"; previous version kept as {escaped(report['backup'])}"
+            console().print(line)
         elif dry_run:
             console().print("dry run: nothing written")
         elif target is None:
             console().print("nothing written: pass --out FILE or --in-place to save the result")
+    over = report["tokens_over_window"]
+    if over:
+        given = "" if window_given else " (the input's own size: no --window given)"
+        click.echo(
+            f"warning: the result is {over:,} tokens over --window {window:,}{given}: "
+            f"{result.tokens_after:,} tokens",
+            err=True,
+        )
     if not clean:
         click.echo(
             "error: the compacted history breaks an invariant (see the manifest); nothing was written",
             err=True,
         )
         sys.exit(EXIT_PROBLEM)
+    if over:
+        sys.exit(EXIT_OVER_WINDOW)

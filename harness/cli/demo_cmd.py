@@ -5,15 +5,18 @@ from __future__ import annotations
 __all__ = ["demo"]
 
 import asyncio
-import json
 import sys
-import tempfile
 from pathlib import Path
 
 import click
 
 from harness.capabilities.context import CompactionEvent
 from harness.cli._app import EXIT_PROBLEM, cli, console, escaped, resolve_cli_stack, stack_option
+from harness.cli._json import echo_json
+
+
+def _yes_no(value: bool) -> str:
+    return "yes" if value else "[red]no[/red]"
 
 
 @cli.command()
@@ -35,7 +38,7 @@ from harness.cli._app import EXIT_PROBLEM, cli, console, escaped, resolve_cli_st
     "--session-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Where to save the session (default: a new temporary folder).",
+    help="Keep the session in this folder (default: a temporary folder, removed at exit).",
 )
 @click.option(
     "--plot",
@@ -61,6 +64,9 @@ def demo(
     while a capability stack (dedupe, clearing, structural-digest summaries, a sliding
     window, tiered; plus the limit warner) keeps every request under --budget tokens. The
     same task runs once without the stack, so each request is shown with and without it.
+
+    The session of the run with the stack is saved, reloaded and compared; it goes to a
+    temporary folder removed at exit, unless --session-dir keeps it.
 
     Exit status: 0 when every request stayed within the budget, the history kept its
     invariants, the session reloaded identically and both runs answered the same; 1
@@ -122,13 +128,12 @@ def demo(
             f"  request {measure.index:>2}: {measure.tokens:>6,} tokens sent ({without} without the stack)"
         )
 
-    directory = session_dir or Path(tempfile.mkdtemp(prefix="harness-demo-"))
     report = asyncio.run(
         run_demo(
             root=folder,
             capabilities=capabilities,
             budget=budget,
-            session_dir=directory,
+            session_dir=session_dir,
             on_request=on_request,
             on_event=on_event,
         )
@@ -139,20 +144,23 @@ def demo(
         data = report.as_json()
         data["stack"] = format_stack(entries)
         data["plot"] = str(plot) if plot is not None else None
-        click.echo(json.dumps(data, indent=2))
+        echo_json(data)
     else:
         out.print()
         out.print(comparison_table(report.comparison))
-        out.print(terminal_chart(report.comparison))
+        out.print(terminal_chart(report.comparison, columns=out.width))
         out.print(summary_line(report.comparison))
         out.print(
             f"\n[bold]final answer[/bold] ({report.tool_calls} tool calls):\n{escaped(report.output or '')}\n"
         )
+        same = report.output == report.output_without
         out.print(
-            f"invariants: {'clean' if report.invariants_clean else 'BROKEN'}; session saved to "
-            f"{escaped(report.session_path)} and reloaded identical: {report.session_roundtrip}; "
-            f"same answer without the stack: {report.output == report.output_without}"
+            f"invariants: {'clean' if report.invariants_clean else 'BROKEN'}; "
+            f"session reloaded identical: {_yes_no(report.session_roundtrip)}; "
+            f"same answer without the stack: {_yes_no(same)}"
         )
+        if report.session_path is not None:
+            out.print(f"session saved to {escaped(report.session_path)}")
         if plot is not None:
             out.print(f"chart written to {escaped(plot)}")
     if not report.ok:

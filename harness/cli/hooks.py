@@ -5,7 +5,6 @@ from __future__ import annotations
 __all__ = ["hook_rows", "hooks"]
 
 import inspect
-import json
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
@@ -13,6 +12,7 @@ import click
 from rich.table import Table
 
 from harness.cli._app import cli, console, escaped
+from harness.cli._json import echo_json
 from harness.core.markers import PROJECT_NAME
 from harness.hooks import specs as hookspecs
 from harness.hooks.dispatch import ASYNC_HOOKS
@@ -45,11 +45,13 @@ def hook_rows(manager: PluginManager | None = None) -> list[dict[str, Any]]:
     installed plugins and capability classes implementing it).
 
     Args:
-        manager: A manager whose entry points are loaded (default: a new one, loaded).
+        manager: A manager whose entry points are loaded (default: a new one, loaded with
+            ``errors="collect"``: a plugin that fails to load implements nothing, and
+            ``harness plugins`` shows why).
     """
     if manager is None:
         manager = PluginManager()
-        manager.load_entrypoint_plugins()
+        manager.load_entrypoint_plugins(errors="collect")
     implementers: dict[str, list[str]] = {}
     for info in manager.list_plugins():
         for hook in info.hooks:
@@ -79,20 +81,33 @@ def hook_rows(manager: PluginManager | None = None) -> list[dict[str, Any]]:
     epilog="""\b
 Examples:
   harness hooks
-  harness hooks --json | jq '.[] | {name, implementers}'
+  harness hooks --json | jq '.hooks[] | {name, implementers}'
 """
 )
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of a table.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON instead of a table: the list is under the key hooks."
+)
 def hooks(as_json: bool) -> None:
     """List every hook specification with its kind, signature and implementers.
 
     Kinds: firstresult (the first non-None answer wins), historic (replayed to late
     registrations) or plain. Hooks "awaited by harness" accept async def
-    implementations; the others are called synchronously through pluggy.
+    implementations; the others are called synchronously. A plugin that fails to load
+    implements nothing; a note on stderr names it (``harness plugins`` shows why).
     """
-    rows = hook_rows()
+    manager = PluginManager()
+    manager.load_entrypoint_plugins(errors="collect")
+    rows = hook_rows(manager)
+    broken = [error.plugin_name or "?" for error in manager.load_errors()]
+    if broken:
+        click.echo(
+            f"warning: {len(broken)} harness plugin{'s' if len(broken) > 1 else ''} failed to load "
+            f"and {'are' if len(broken) > 1 else 'is'} not listed: {', '.join(broken)} "
+            "(run `harness plugins` to see why)",
+            err=True,
+        )
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        echo_json({"hooks": rows})
         return
     table = Table("hook", "kind", "calling", "signature", "implementers", "summary")
     for row in rows:

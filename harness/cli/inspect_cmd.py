@@ -10,16 +10,29 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
 
-from harness.cli._app import EXIT_PROBLEM, HistoryFile, cli, console, escaped, read_history_file
+from harness.cli._app import (
+    EXIT_PROBLEM,
+    HISTORY_PATH,
+    HistoryFile,
+    cli,
+    console,
+    escaped,
+    history_format_option,
+    read_history_file,
+)
+from harness.cli._json import echo_json
 from harness.core.messages import ToolCallPart, ToolReturnPart
 from harness.errors import MessageError
 from harness.history import check_invariants
 from harness.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from harness.wire import FormatChoice
 
 _READ_TOOLS = frozenset({"read_file", "read", "view", "open", "cat", "cat_file", "view_file", "open_file"})
 _EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool"})
@@ -122,6 +135,10 @@ def inspect_report(history: HistoryFile, counter: TokenCounter, *, top: int = 5)
     return {
         "file": str(history.path),
         "format": history.kind,
+        "message_format": history.format,
+        "json_lines": history.json_lines,
+        "compression": history.compression,
+        "skipped_records": dict(history.skipped),
         "messages": len(messages),
         "requests": sum(1 for m in messages if m.is_request),
         "responses": sum(1 for m in messages if not m.is_request),
@@ -150,11 +167,18 @@ def _print(report: Mapping[str, Any]) -> None:
     out = console()
     total = report["tokens"]["total"]
     tokenizer = report["tokenizer"]
+    details = ["session" if report["format"] == "session" else f"{report['message_format']} messages"]
+    details += ["JSON Lines"] if report["json_lines"] else []
+    details += [report["compression"]] if report["compression"] else []
     out.print(
-        f"[bold]{escaped(report['file'])}[/bold] ({report['format']}): {report['messages']} messages "
+        f"[bold]{escaped(report['file'])}[/bold] ({', '.join(details)}): {report['messages']} messages "
         f"({report['requests']} requests, {report['responses']} responses), {total:,} tokens "
         f"({tokenizer['encoding']}, {'exact' if tokenizer['exact'] else 'estimate'})"
     )
+    skipped: Mapping[str, int] = report["skipped_records"]
+    if skipped:
+        counts = ", ".join(f"{escaped(kind)} {count}" for kind, count in sorted(skipped.items()))
+        out.print(f"skipped {sum(skipped.values())} records without a message ({counts})")
     table = Table("part kind", "parts", "tokens", "share", title="parts by kind")
     by_kind: Mapping[str, int] = report["tokens"]["by_kind"]
     for kind, count in sorted(report["parts"].items(), key=lambda item: -by_kind[item[0]]):
@@ -210,7 +234,8 @@ Examples:
   harness inspect history.json || echo "a provider would reject it"
 """,
 )
-@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("path", type=HISTORY_PATH)
+@history_format_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--model", default=None, help="Model name that picks the tokenizer (default cl100k_base).")
 @click.option(
@@ -220,19 +245,21 @@ Examples:
     show_default=True,
     help="How many of the largest tool returns.",
 )
-def inspect(path: Path, as_json: bool, model: str | None, top: int) -> None:
+def inspect(path: Path, history_format: FormatChoice, as_json: bool, model: str | None, top: int) -> None:
     """Show what a history or session file holds.
 
     PATH is a message history (harness's wire format, which is pydantic-ai's message
-    JSON) or a harness session file; the format is detected. Prints the messages,
+    JSON; OpenAI Chat Completions or Anthropic Messages API messages; a Claude Code
+    transcript) or a harness session file, as JSON or JSON Lines, optionally gzipped, or
+    - for standard input; the format is detected unless --format says. Prints the messages,
     parts and tokens by part kind, the largest tool returns, repeated reads of the
     same file, and the invariant report. Exits with 1 when the history breaks an
     invariant (a provider would reject it), 2 when the file cannot be read.
     """
-    history = read_history_file(path)
+    history = read_history_file(path, format=history_format)
     report = inspect_report(history, TokenCounter(model), top=top)
     if as_json:
-        click.echo(json.dumps(report, indent=2))
+        echo_json(report)
     else:
         _print(report)
     if not report["invariants"]["clean"]:

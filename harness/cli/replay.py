@@ -5,32 +5,39 @@ from __future__ import annotations
 __all__ = ["DEFAULT_REPLAY_BUDGET", "replay"]
 
 import asyncio
-import json
 import sys
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from harness.cli._app import (
     EXIT_PROBLEM,
+    HISTORY_PATH,
     cli,
     console,
     error_console,
     escaped,
+    history_format_option,
     load_history_file,
     resolve_cli_stack,
     stack_option,
 )
+from harness.cli._json import echo_json
 from harness.cli.demo.measure import RequestMeasure
+
+if TYPE_CHECKING:
+    from harness.wire import FormatChoice
 
 DEFAULT_REPLAY_BUDGET = 8_000
 """Tokens given to the stack when ``--budget`` is not passed."""
 
 
 @cli.command()
-@click.argument("file", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", required=False, type=HISTORY_PATH)
+@history_format_option
 @stack_option
 @click.option(
     "--budget",
@@ -55,6 +62,7 @@ DEFAULT_REPLAY_BUDGET = 8_000
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON instead of tables.")
 def replay(
     file: Path | None,
+    history_format: FormatChoice,
     stack: str | None,
     config: Path | None,
     stack_name: str | None,
@@ -65,8 +73,9 @@ def replay(
 ) -> None:
     """Re-run a recorded transcript through the agent loop with a stack, offline.
 
-    FILE is a message history (harness's wire format, which is pydantic-ai's JSON dump)
-    or a saved session; without it the transcript embedded for the demo is replayed.
+    FILE is a message history (harness's wire format, which is pydantic-ai's JSON dump;
+    OpenAI or Anthropic messages; a Claude Code transcript; see --format) or a saved
+    session, - for standard input; without it the transcript embedded for the demo is replayed.
     The model answers with the recorded responses and the tools with the recorded
     results, while the stack edits the history as it would live. The transcript is
     replayed twice, without and with the stack, and every model request is reported
@@ -84,6 +93,7 @@ def replay(
     """  # noqa: D301 - click needs the \b marker
     from harness.cli.demo.chart import (
         comparison_table,
+        event_lines,
         require_matplotlib,
         summary_line,
         terminal_chart,
@@ -103,7 +113,7 @@ def replay(
         history = load_messages(resources.files("harness.cli.demo").joinpath("transcript.json").read_bytes())
     else:
         label = str(file)
-        history = load_history_file(file)
+        history = load_history_file(file, format=history_format)
     capabilities, entries = resolve_cli_stack(
         stack, config, stack_name, default=default_stack_spec(), context_window=budget
     )
@@ -145,10 +155,12 @@ def replay(
         data["file"] = str(file) if file is not None else None
         data["stack"] = format_stack(entries)
         data["plot"] = str(plot) if plot is not None else None
-        click.echo(json.dumps(data, indent=2))
+        echo_json(data)
     else:
+        for line in event_lines(report.comparison):
+            out.print(f"  [cyan]compaction[/cyan] {escaped(line)}")
         out.print(comparison_table(report.comparison))
-        out.print(terminal_chart(report.comparison))
+        out.print(terminal_chart(report.comparison, columns=out.width))
         out.print(summary_line(report.comparison))
         out.print(f"invariants: {'clean' if report.invariants_clean else 'BROKEN'}")
         if report.comparison.unpaired:

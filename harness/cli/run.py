@@ -6,7 +6,6 @@ __all__ = ["run"]
 
 import asyncio
 import importlib
-import json
 import re
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ import click
 
 from harness.capabilities.context import CompactionEvent, RequestContext
 from harness.cli._app import cli, console, escaped, resolve_cli_stack, stack_option
+from harness.cli._json import echo_json, edit_count, event_json
 from harness.core.markers import hookimpl
 from harness.core.nodes import CallToolsNode, Node
 from harness.session import Session
@@ -26,11 +26,11 @@ _EXIT_WORDS = frozenset({"exit", "quit", ":q"})
 
 
 class _Printer:
-    """Observer plugin: prints tool calls and compaction events as they happen."""
+    """Observer plugin: prints tool calls and compaction events as they happen, and keeps the events."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
-        self.events = 0
+        self.events: list[CompactionEvent] = []
 
     @hookimpl
     def after_node(self, ctx: RunContext, node: Node) -> None:
@@ -43,9 +43,27 @@ class _Printer:
     def on_compaction(self, ctx: RequestContext, event: CompactionEvent) -> None:
         from harness.cli.demo.measure import describe_event
 
-        self.events += 1
+        self.events.append(event)
         if self.enabled:
             console().print(f"  [cyan]compaction:[/cyan] {escaped(describe_event(event))}")
+
+
+def _has_work(session: Session) -> bool:
+    """Whether a failed first turn got anything worth keeping: a model response."""
+    return any(message.kind == "response" for message in session.messages)
+
+
+def _keep_failed_first_turn(session: Session, target: Path) -> None:
+    """Save a new session whose first turn failed after the model answered, and say so on stderr."""
+    try:
+        session.save(target)
+    except Exception as exc:  # never mask the run's own error
+        click.echo(f"the session could not be saved either: {exc}", err=True)
+        return
+    click.echo(
+        f"the session so far was saved to {target}; continue with: harness run --resume {session.session_id}",
+        err=True,
+    )
 
 
 def _open_session(name: str | None, resume: str | None, directory: Path | None, root: Path) -> Session:
@@ -159,6 +177,7 @@ def run(
     from harness.cli.demo.runner import load_coding_agent, use_structural_digest
     from harness.config.stacks import default_stack_spec
     from harness.hooks.manager import PluginManager
+    from harness.models.check import check_model
     from harness.models.resolve import resolve_model
 
     agent_module = load_coding_agent()
@@ -172,7 +191,6 @@ def run(
             if prompt is None:
                 raise click.UsageError("give a PROMPT (argument or standard input), or use --interactive")
 
-    session = _open_session(session_name, resume, session_dir, root)
     manager = PluginManager()
     manager.register(importlib.import_module("harness_coding_agent.provider"), name="coding_agent_models")
     model = resolve_model(model_spec, plugin_manager=manager)
@@ -184,6 +202,12 @@ def run(
         raise click.UsageError(
             f"the context window of {model.model_name!r} is unknown; pass --budget TOKENS for the stack"
         )
+    # Before any session exists: a missing key or an unreachable server fails here, writing nothing.
+    asyncio.run(check_model(model))
+    session = _open_session(session_name, resume, session_dir, root)
+    target = session.path
+    if session.path is not None and not session.path.exists():
+        session.path = None  # a new session's file is written once a turn has something to keep
     if model.model_name == agent_module.SCRIPTED_MODEL_NAME:
         use_structural_digest(capabilities)
     printer = _Printer(enabled=not as_json)
@@ -194,7 +218,14 @@ def run(
     turns: list[dict[str, Any]] = []
 
     def turn(text: str) -> None:
-        result = asyncio.run(agent.run(text, session=session))
+        try:
+            result = asyncio.run(agent.run(text, session=session))
+        except BaseException:
+            if session.path is None and target is not None and _has_work(session):
+                _keep_failed_first_turn(session, target)
+            raise
+        if session.path is None and target is not None:
+            session.save(target)
         turns.append(
             {
                 "prompt": text,
@@ -228,22 +259,22 @@ def run(
                 break
             if text:
                 turn(text)
-    path = session.save()
+    path = session.path  # every turn saved the session (the first one created its file)
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "session_id": session.session_id,
-                    "session_path": str(path),
-                    "model": model.model_name,
-                    "messages": len(session.messages),
-                    "compaction_events": printer.events,
-                    "turns": turns,
-                    "output": turns[-1]["output"] if turns else None,
-                },
-                indent=2,
-            )
+        echo_json(
+            {
+                "session_id": session.session_id,
+                "session_path": None if path is None else str(path),
+                "model": model.model_name,
+                "messages": len(session.messages),
+                "compaction_edits": edit_count(printer.events),
+                "compaction_events": [event_json(event) for event in printer.events],
+                "turns": turns,
+                "output": turns[-1]["output"] if turns else None,
+            }
         )
+    elif path is None:
+        out.print(f"[dim]nothing to save: session {escaped(session.session_id)} was not created[/dim]")
     else:
         out.print(
             f"[dim]session {escaped(session.session_id)} saved to {escaped(path)}; continue with: "

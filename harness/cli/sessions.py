@@ -4,13 +4,13 @@ from __future__ import annotations
 
 __all__ = ["sessions"]
 
-import json
 from pathlib import Path
 
 import click
 from rich.table import Table
 
 from harness.cli._app import cli, console, escaped
+from harness.cli._json import echo_json
 
 
 @cli.command(
@@ -48,7 +48,7 @@ def sessions(directory: Path | None, as_json: bool) -> None:
             ],
             "problems": [{"path": str(p.path), "reason": p.reason} for p in listing.problems],
         }
-        click.echo(json.dumps(document, indent=2))
+        echo_json(document)
         return
     out = console()
     table = Table("session", "last modified", "messages", "model", "path")

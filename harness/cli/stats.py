@@ -4,42 +4,59 @@ from __future__ import annotations
 
 __all__ = ["stats"]
 
-import json
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
 
-from harness.cli._app import EXIT_PROBLEM, cli, console, escaped, read_history_file
+from harness.cli._app import (
+    EXIT_PROBLEM,
+    HISTORY_PATH,
+    cli,
+    console,
+    escaped,
+    history_format_option,
+    read_history_file,
+)
+from harness.cli._json import echo_json
 from harness.history import check_invariants
 from harness.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from harness.wire import FormatChoice
 
 
 @cli.command(
     epilog="""\b
 Examples:
   harness stats runs/*.json
-  harness stats --json a.json b.json | jq '.[].tokens'
+  harness stats --json a.json b.json | jq '.files[].tokens'
 """
 )
-@click.argument(
-    "paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
-)
+@click.argument("paths", nargs=-1, required=True, type=HISTORY_PATH)
+@history_format_option
 @click.option("--model", default=None, help="Model name that picks the tokenizer (default cl100k_base).")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of a table.")
-def stats(paths: tuple[Path, ...], model: str | None, as_json: bool) -> None:
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print JSON instead of a table: one row per file, under the key files.",
+)
+def stats(paths: tuple[Path, ...], history_format: FormatChoice, model: str | None, as_json: bool) -> None:
     """Print one line of token statistics per history or session file.
 
-    For the details of one file see `harness inspect`. Exits with 1 when a file breaks
-    an invariant, 2 when a file cannot be read.
+    Every file is read as `harness inspect` reads it (any accepted format, detected unless
+    --format says; JSON Lines; gzip; - for standard input). For the details of one file
+    see `harness inspect`. Exits with 1 when a file breaks an invariant, 2 when a file
+    cannot be read.
     """
     counter = TokenCounter(model)
     rows: list[dict[str, Any]] = []
     for path in paths:
-        history = read_history_file(path)
+        history = read_history_file(path, format=history_format)
         messages = history.messages
         kinds: Counter[str] = Counter(part.part_kind for m in messages for part in m.parts)
         largest = max((counter.count_part(p) for m in messages for p in m.parts), default=0)
@@ -48,6 +65,8 @@ def stats(paths: tuple[Path, ...], model: str | None, as_json: bool) -> None:
             {
                 "file": str(path),
                 "format": history.kind,
+                "message_format": history.format,
+                "skipped_records": sum(history.skipped.values()),
                 "messages": len(messages),
                 "parts": sum(kinds.values()),
                 "tool_calls": kinds["tool-call"],
@@ -57,7 +76,7 @@ def stats(paths: tuple[Path, ...], model: str | None, as_json: bool) -> None:
             }
         )
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        echo_json({"files": rows})
     else:
         table = Table(
             "file", "format", "messages", "parts", "tool calls", "tokens", "largest part", "invariants"
@@ -65,7 +84,7 @@ def stats(paths: tuple[Path, ...], model: str | None, as_json: bool) -> None:
         for row in rows:
             table.add_row(
                 escaped(Path(row["file"]).name),
-                row["format"],
+                row["format"] if row["format"] == "session" else row["message_format"],
                 str(row["messages"]),
                 str(row["parts"]),
                 str(row["tool_calls"]),

@@ -11,6 +11,12 @@ with keyword arguments of its class's constructor. Configuration goes through tw
    parameter against the class's constructor signature *before* constructing it,
    converts values by the parameter's annotation, and instantiates the classes.
 
+The grammar, the values' conversion and the builder live below this package
+(:mod:`harness.capabilities` and :mod:`harness.hooks.stacks`), because
+``Agent(capabilities=["sliding_window:max_messages=80"])`` and
+:meth:`PluginManager.add_capabilities <harness.hooks.manager.PluginManager.add_capabilities>`
+build strings the same way; this package adds the files, their discovery and the defaults.
+
 :func:`resolve_stack` does both with the usual precedence: an explicit ``--stack``
 string, else an explicit configuration file, else a ``harness.toml`` (or a
 ``pyproject.toml`` with a ``[tool.harness]`` table) found in the current folder or one of
@@ -119,8 +125,8 @@ __all__ = [
     "tiered_stack_entries",
 ]
 
+from harness.capabilities._stack_entries import StackEntry
+from harness.capabilities._stack_grammar import format_stack, parse_stack
 from harness.config._build import TRIGGER_PARAMETERS, build_stack, installed_capability_classes, resolve_stack
-from harness.config._entries import StackEntry
 from harness.config._files import CONFIG_FILE_NAME, PYPROJECT_FILE_NAME, find_stack_file, load_stack_file
-from harness.config._shortform import format_stack, parse_stack
 from harness.config.stacks import default_stack_entries, default_stack_spec, tiered_stack_entries

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, cast
 
-from harness.config._entries import NAME_RE, TIERS, StackEntry, stack_error
-from harness.config._shortform import parse_stack
+from harness.capabilities._stack_entries import NAME_RE, TIERS, StackEntry, stack_error
+from harness.capabilities._stack_grammar import parse_stack
 from harness.errors import StackConfigError
 
 CONFIG_FILE_NAME: Final = "harness.toml"

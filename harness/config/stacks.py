@@ -22,9 +22,9 @@ __all__ = [
 
 from collections.abc import Collection
 
+from harness.capabilities._stack_entries import StackEntry
+from harness.capabilities._stack_grammar import format_stack
 from harness.config._build import installed_capability_classes
-from harness.config._entries import StackEntry
-from harness.config._shortform import format_stack
 
 
 def tiered_stack_entries(

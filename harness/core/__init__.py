@@ -1,10 +1,13 @@
 """The core vocabulary: messages and usage, and the protocol every model implements.
 
+Messages, parts and usage are frozen all the way down (see :mod:`harness.core.frozen`).
+
 Imports nothing above it: every other layer builds on these types.
 """
 
 from __future__ import annotations
 
+from harness.core.frozen import FrozenDict, FrozenList, freeze, thaw
 from harness.core.messages import (
     HARNESS_KEY,
     REQUEST_PART_KINDS,
@@ -40,6 +43,9 @@ __all__ = [
     "CallToolsNode",
     "CanonicalMessage",
     "EndNode",
+    "freeze",
+    "FrozenDict",
+    "FrozenList",
     "HARNESS_KEY",
     "harness_mark",
     "history_repr",
@@ -59,6 +65,7 @@ __all__ = [
     "RetryPromptPart",
     "SystemPromptPart",
     "TextPart",
+    "thaw",
     "ThoughtPart",
     "tool_answer_ids",
     "tool_call_ids",

@@ -8,7 +8,7 @@ compiled once per class and set of changed fields. Used by :func:`harness.core.m
 
 from __future__ import annotations
 
-__all__ = ["evolve"]
+__all__ = ["MAKERS", "evolve"]
 
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -16,7 +16,8 @@ from typing import Any, TypeVar
 import attrs
 
 _T = TypeVar("_T")
-_MAKERS: dict[tuple[object, ...], Callable[..., Any]] = {}
+MAKERS: dict[tuple[object, ...], Callable[..., Any]] = {}
+"""Compiled copy functions by ``(class, *changed field names)``; read directly by hot paths."""
 _FIELDS: dict[type, tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {}
 
 
@@ -57,7 +58,7 @@ def evolve(obj: _T, **changes: Any) -> _T:
         TypeError: A name in ``changes`` is not an init field of ``type(obj)``.
     """
     key = (type(obj), *changes)  # keyword order is stable per call site: no sorting needed
-    maker = _MAKERS.get(key)
+    maker = MAKERS.get(key)
     if maker is None:
-        maker = _MAKERS[key] = _compile(type(obj), tuple(changes))
+        maker = MAKERS[key] = _compile(type(obj), tuple(changes))
     return maker(obj, *changes.values())

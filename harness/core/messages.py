@@ -10,6 +10,20 @@ counter's caches rely on).
 Every class has an ``extra`` mapping that keeps keys the model does not name (for
 example ``provider_details`` or ``id`` from a pydantic-ai dump) so a load/dump round trip
 loses nothing.
+
+Frozen all the way down: ``extra``, :attr:`UnknownPart.data`, :attr:`Usage.extra` and a
+mapping- or list-valued ``metadata`` are deeply read-only copies
+(:class:`~harness.core.frozen.FrozenDict`, :class:`~harness.core.frozen.FrozenList`) of
+what the constructor was given, so no caller can change a part in place and no two parts
+share a mutable default. They are real ``dict`` and ``list`` subclasses: they compare
+equal to plain ones and JSON writes them as objects and arrays. Tool-call ``args``,
+tool-return ``content`` and prompt content items are kept as given (arbitrary JSON
+payloads, not copied): treat them as read-only too.
+
+Messages, parts and :class:`Usage` compare by value but are not hashable: ``hash()``
+raises ``TypeError``, because they hold arbitrary JSON (tool arguments, results,
+metadata) and a hash would have to walk it. Key a cache by identity, ``id(message)``,
+with a ``weakref`` that drops the entry when the message goes, as the token counter does.
 """
 
 from __future__ import annotations
@@ -50,7 +64,18 @@ from typing import Any, ClassVar, Literal, TypeAlias, TypeVar, cast
 
 import attrs
 
-from harness.core._evolve import evolve
+from harness.core._evolve import MAKERS, evolve
+from harness.core._init import install as install_init
+from harness.core.frozen import (
+    EMPTY,
+    FrozenDict,
+    freeze,
+    freeze_mapping,
+    frozen_update,
+    frozen_with,
+    refuse_hash,
+)
+from harness.core.usage import Usage
 from harness.errors import MessageError
 
 JsonValue: TypeAlias = Any
@@ -60,12 +85,6 @@ MessageKind: TypeAlias = Literal["request", "response"]
 
 HARNESS_KEY = "harness"
 """Key under which harness stores its own marks inside a part's or message's ``metadata``."""
-
-_EMPTY: Mapping[str, Any] = {}
-
-
-def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return _EMPTY if not value else dict(value)
 
 
 def _non_empty_id(_instance: object, attribute: attrs.Attribute[str], value: str) -> None:
@@ -80,8 +99,9 @@ class SystemPromptPart:
     content: str
     timestamp: datetime | None = None
     dynamic_ref: str | None = None
-    metadata: JsonValue = None
-    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, repr=False)
+    metadata: JsonValue = attrs.field(default=None, converter=freeze)  # pyright: ignore[reportUnknownVariableType]
+    extra: Mapping[str, Any] = attrs.field(default=EMPTY, converter=freeze_mapping, repr=False)
+    __hash__ = refuse_hash
     part_kind: ClassVar[str] = "system-prompt"
 
 
@@ -91,8 +111,9 @@ class UserPromptPart:
 
     content: str | tuple[JsonValue, ...]
     timestamp: datetime | None = None
-    metadata: JsonValue = None
-    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, repr=False)
+    metadata: JsonValue = attrs.field(default=None, converter=freeze)  # pyright: ignore[reportUnknownVariableType]
+    extra: Mapping[str, Any] = attrs.field(default=EMPTY, converter=freeze_mapping, repr=False)
+    __hash__ = refuse_hash
     part_kind: ClassVar[str] = "user-prompt"
 
     @property
@@ -108,8 +129,9 @@ class TextPart:
     """Plain text the model answered with (response only)."""
 
     content: str
-    metadata: JsonValue = None
-    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, repr=False)
+    metadata: JsonValue = attrs.field(default=None, converter=freeze)  # pyright: ignore[reportUnknownVariableType]
+    extra: Mapping[str, Any] = attrs.field(default=EMPTY, converter=freeze_mapping, repr=False)
+    __hash__ = refuse_hash
     part_kind: ClassVar[str] = "text"
 
 
@@ -120,8 +142,9 @@ class ThoughtPart:
     content: str
     signature: str | None = None
     provider_name: str | None = None
-    metadata: JsonValue = None
-    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, repr=False)
+    metadata: JsonValue = attrs.field(default=None, converter=freeze)  # pyright: ignore[reportUnknownVariableType]
+    extra: Mapping[str, Any] = attrs.field(default=EMPTY, converter=freeze_mapping, repr=False)
+    __hash__ = refuse_hash
     part_kind: ClassVar[str] = "thinking"
 
 
@@ -136,8 +159,9 @@ class ToolCallPart:
     tool_call_id: str = attrs.field(validator=_non_empty_id)
     tool_name: str
     args: Mapping[str, JsonValue] | str | None = None
-    metadata: JsonValue = None
-    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, repr=False)
+    metadata: JsonValue = attrs.field(default=None, converter=freeze)  # pyright: ignore[reportUnknownVariableType]
+    extra: Mapping[str, Any] = attrs.field(default=EMPTY, converter=freeze_mapping, repr=False)
+    __hash__ = refuse_hash
     part_kind: ClassVar[str] = "tool-call"
 
     def args_as_dict(self) -> dict[str, JsonValue]:
@@ -169,8 +193,9 @@ class ToolReturnPart:
     tool_name: str | None
     content: JsonValue
     timestamp: datetime | None = None
-    metadata: JsonValue = None
-    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, repr=False)
+    metadata: JsonValue = attrs.field(default=None, converter=freeze)  # pyright: ignore[reportUnknownVariableType]
+    extra: Mapping[str, Any] = attrs.field(default=EMPTY, converter=freeze_mapping, repr=False)
+    __hash__ = refuse_hash
     part_kind: ClassVar[str] = "tool-return"
 
 
@@ -186,8 +211,9 @@ class RetryPromptPart:
     tool_name: str | None = None
     tool_call_id: str | None = None
     timestamp: datetime | None = None
-    metadata: JsonValue = None
-    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, repr=False)
+    metadata: JsonValue = attrs.field(default=None, converter=freeze)  # pyright: ignore[reportUnknownVariableType]
+    extra: Mapping[str, Any] = attrs.field(default=EMPTY, converter=freeze_mapping, repr=False)
+    __hash__ = refuse_hash
     part_kind: ClassVar[str] = "retry-prompt"
 
     @property
@@ -201,7 +227,8 @@ class UnknownPart:
     """A part kind harness does not model, kept verbatim (``data`` holds every key)."""
 
     kind: str
-    data: Mapping[str, Any] = attrs.field(converter=_frozen_mapping)
+    data: Mapping[str, Any] = attrs.field(converter=freeze_mapping)
+    __hash__ = refuse_hash
 
     @property
     def part_kind(self) -> str:
@@ -226,109 +253,6 @@ _REQUEST_TYPES = (SystemPromptPart, UserPromptPart, ToolReturnPart, RetryPromptP
 _RESPONSE_TYPES = (TextPart, ThoughtPart, ToolCallPart)
 _REQUEST_OK = (UnknownPart, *_REQUEST_TYPES)
 _RESPONSE_OK = (UnknownPart, *_RESPONSE_TYPES)
-
-
-@attrs.frozen
-class Usage:
-    """Token usage of one model response, normalised across providers.
-
-    ``request_tokens`` counts every input token, cached ones included; ``cached_tokens``
-    is the part of it read from the provider's prompt cache.
-    """
-
-    request_tokens: int = 0
-    response_tokens: int = 0
-    cached_tokens: int = 0
-    cache_write_tokens: int = 0
-    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, repr=False)
-
-    @property
-    def total_tokens(self) -> int:
-        """Input plus output tokens."""
-        return self.request_tokens + self.response_tokens
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            request_tokens=self.request_tokens + other.request_tokens,
-            response_tokens=self.response_tokens + other.response_tokens,
-            cached_tokens=self.cached_tokens + other.cached_tokens,
-            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
-        )
-
-    @classmethod
-    def from_pydantic_ai(cls, data: Mapping[str, Any]) -> Usage:
-        """Read pydantic-ai's ``RequestUsage`` dump (``input_tokens``, ``cache_read_tokens``...).
-
-        The deprecated aliases ``request_tokens`` and ``response_tokens`` are read too.
-        Keys that are not token totals are kept in ``extra``.
-        """
-        known = {
-            "input_tokens",
-            "output_tokens",
-            "cache_read_tokens",
-            "cache_write_tokens",
-            "request_tokens",
-            "response_tokens",
-        }
-        return cls(
-            request_tokens=_int(data.get("input_tokens", data.get("request_tokens"))),
-            response_tokens=_int(data.get("output_tokens", data.get("response_tokens"))),
-            cached_tokens=_int(data.get("cache_read_tokens")),
-            cache_write_tokens=_int(data.get("cache_write_tokens")),
-            extra={k: v for k, v in data.items() if k not in known},
-        )
-
-    @classmethod
-    def from_openai(cls, data: Mapping[str, Any]) -> Usage:
-        """Read an OpenAI usage object (chat completions or responses API).
-
-        ``prompt_tokens``/``input_tokens`` already include cached tokens, which are read
-        from ``prompt_tokens_details.cached_tokens`` or ``input_tokens_details.cached_tokens``.
-        """
-        details: object = data.get("prompt_tokens_details") or data.get("input_tokens_details")
-        cached: object = None
-        if isinstance(details, Mapping):
-            cached = cast("Mapping[str, object]", details).get("cached_tokens")
-        return cls(
-            request_tokens=_int(data.get("prompt_tokens", data.get("input_tokens"))),
-            response_tokens=_int(data.get("completion_tokens", data.get("output_tokens"))),
-            cached_tokens=_int(cached),
-        )
-
-    @classmethod
-    def from_anthropic(cls, data: Mapping[str, Any]) -> Usage:
-        """Read an Anthropic usage object.
-
-        Anthropic's ``input_tokens`` excludes cache reads and cache writes, so the total
-        input is ``input_tokens + cache_read_input_tokens + cache_creation_input_tokens``.
-        """
-        cache_read = _int(data.get("cache_read_input_tokens"))
-        cache_write = _int(data.get("cache_creation_input_tokens"))
-        return cls(
-            request_tokens=_int(data.get("input_tokens")) + cache_read + cache_write,
-            response_tokens=_int(data.get("output_tokens")),
-            cached_tokens=cache_read,
-            cache_write_tokens=cache_write,
-        )
-
-    @classmethod
-    def from_any(cls, data: Mapping[str, Any]) -> Usage:
-        """Recognise the provider shape of ``data`` and normalise it."""
-        if "prompt_tokens" in data or "prompt_tokens_details" in data or "input_tokens_details" in data:
-            return cls.from_openai(data)
-        if "cache_read_input_tokens" in data or "cache_creation_input_tokens" in data:
-            return cls.from_anthropic(data)
-        return cls.from_pydantic_ai(data)
-
-
-def _int(value: object) -> int:
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value)
-    return 0
 
 
 def _check_parts(instance: CanonicalMessage, _attribute: object, parts: tuple[object, ...]) -> None:
@@ -357,9 +281,10 @@ class CanonicalMessage:
     provider_name: str | None = None
     provider_response_id: str | None = None
     finish_reason: str | None = None
-    metadata: JsonValue = None
+    metadata: JsonValue = attrs.field(default=None, converter=freeze)  # pyright: ignore[reportUnknownVariableType]
     instructions: str | None = None
-    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, repr=False)
+    extra: Mapping[str, Any] = attrs.field(default=EMPTY, converter=freeze_mapping, repr=False)
+    __hash__ = refuse_hash
 
     @classmethod
     def request(cls, *parts: Part, **fields: Any) -> CanonicalMessage:
@@ -393,7 +318,14 @@ class CanonicalMessage:
 
     def replace(self, **changes: Any) -> CanonicalMessage:
         """Return a copy with ``changes`` applied (the original is unchanged)."""
-        return evolve(self, **changes)
+        maker = MAKERS.get((type(self), *changes))
+        if maker is None:
+            return evolve(self, **changes)
+        return maker(self, *changes.values())
+
+
+for _cls in (*_REQUEST_TYPES, *_RESPONSE_TYPES, UnknownPart, CanonicalMessage):
+    install_init(_cls)
 
 
 def history_repr(messages: Sequence[CanonicalMessage]) -> str:
@@ -488,8 +420,8 @@ def harness_mark(obj: Part | CanonicalMessage) -> Mapping[str, Any] | None:
     return None
 
 
-def marked_metadata(metadata: JsonValue, **mark: JsonValue) -> dict[str, Any]:
-    """Return ``metadata`` with its harness mark updated by ``mark`` (a new dict).
+def marked_metadata(metadata: JsonValue, **mark: JsonValue) -> FrozenDict:
+    """Return ``metadata`` with its harness mark updated by ``mark`` (a new, read-only mapping).
 
     Use it with :func:`replace` to change a part's content and mark it in one copy::
 
@@ -499,14 +431,13 @@ def marked_metadata(metadata: JsonValue, **mark: JsonValue) -> dict[str, Any]:
         MessageError: ``metadata`` is set and is not a mapping.
     """
     if metadata is None:
-        return {HARNESS_KEY: dict(mark)}
+        return frozen_with(None, HARNESS_KEY, frozen_update(None, mark))
     if not isinstance(metadata, Mapping):
         raise MessageError("cannot mark a part whose metadata is not a mapping")
     existing = cast("Mapping[str, Any]", metadata)
     current: Any = existing.get(HARNESS_KEY)
-    merged: dict[str, Any] = dict(existing)
-    merged[HARNESS_KEY] = {**current, **mark} if isinstance(current, Mapping) else dict(mark)
-    return merged
+    inner = frozen_update(cast("Mapping[str, Any]", current) if isinstance(current, Mapping) else None, mark)
+    return frozen_with(existing, HARNESS_KEY, inner)
 
 
 def with_harness_mark(obj: _Markable, **mark: JsonValue) -> _Markable:
@@ -527,4 +458,7 @@ def replace(obj: _Markable, **changes: Any) -> _Markable:
     Raises:
         TypeError: A name in ``changes`` is not a field of ``type(obj)``.
     """
-    return evolve(obj, **changes)
+    maker = MAKERS.get((type(obj), *changes))  # evolve() inlined: this is the capabilities' hot path
+    if maker is None:
+        return evolve(obj, **changes)
+    return maker(obj, *changes.values())

@@ -4,8 +4,9 @@
 * :mod:`harness.hooks.manager`: :class:`PluginManager`, the typed facade over pluggy
   (registration and validation).
 * :mod:`harness.hooks.ordering`: capability names and the order implementations run in.
-* :mod:`harness.hooks.dispatch`: calling and awaiting the context hooks, under the
-  invariant guard of :mod:`harness.history.guard`.
+* :mod:`harness.hooks.dispatch`: calling every hook implementation (awaiting the context
+  hooks, under the invariant guard of :mod:`harness.history.guard`), each failure naming
+  its plugin.
 * :mod:`harness.hooks.entrypoints`: entry-point discovery, loading and listing.
 * :mod:`harness.hooks.tracing`: ``HARNESS_TRACE_PLUGINS`` hook-call tracing.
 
@@ -16,7 +17,7 @@ so that the capability base class, below this layer, can use them.
 from __future__ import annotations
 
 from harness.core.markers import PROJECT_NAME, hookimpl, hookspec
-from harness.hooks.dispatch import ASYNC_HOOKS
+from harness.hooks.dispatch import ASYNC_HOOKS, DECISION_HOOKS
 from harness.hooks.entrypoints import DISABLE_ENV, ENTRY_POINT_GROUP, LOAD_ENV, PluginInfo
 from harness.hooks.manager import PluginManager
 from harness.hooks.ordering import capability_name, order_capabilities
@@ -24,6 +25,7 @@ from harness.hooks.tracing import TRACE_ENV
 
 __all__ = [
     "ASYNC_HOOKS",
+    "DECISION_HOOKS",
     "DISABLE_ENV",
     "ENTRY_POINT_GROUP",
     "LOAD_ENV",

@@ -1,7 +1,8 @@
-"""Calling the context hooks: one implementation at a time, awaiting ``async def`` ones.
+"""Calling hook implementations: one at a time, each failure naming its plugin.
 
-pluggy can neither await coroutines nor roll back an edit, so the manager calls the
-:data:`ASYNC_HOOKS` implementations itself, through this module:
+pluggy can neither await coroutines nor roll back an edit, and when ``pm.hook.<name>()``
+raises it does not say which implementation raised, so the manager calls every
+implementation itself, through this module:
 
 * :func:`run_steps` runs ``before_model_request`` (and forced ``compact``) steps in order,
   each under the invariant guard (:func:`harness.history.guard.guard_edit`): a step that
@@ -10,19 +11,29 @@ pluggy can neither await coroutines nor roll back an edit, so the manager calls 
   :class:`~harness.errors.CapabilityError`. ``ctx.report(event)`` reaches the
   ``on_compaction`` observers while the steps run.
 * :func:`notify` calls the observers of ``after_node``, ``on_tool`` and ``on_compaction``.
+* :func:`decide` calls the :data:`DECISION_HOOKS` (``firstresult``) implementations in
+  pluggy's order until one answers.
+
+An implementation that raises ends the call with a :class:`~harness.errors.CapabilityError`
+naming its plugin and the hook, chained to the original exception (:func:`hook_failure`);
+:data:`INTERRUPTS` propagate unchanged.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "ASYNC_HOOKS",
+    "DECISION_HOOKS",
     "INTERRUPTS",
     "Step",
     "bind",
+    "decide",
     "forced_call",
+    "hook_failure",
     "notify",
     "own_compact",
     "run_steps",
+    "token_count_problem",
 ]
 
 import asyncio
@@ -44,6 +55,9 @@ if TYPE_CHECKING:
 ASYNC_HOOKS: Final = frozenset({"before_model_request", "after_node", "on_tool", "on_compaction"})
 """Hooks the manager calls itself, awaiting ``async def`` implementations (no wrappers)."""
 
+DECISION_HOOKS: Final = frozenset({"count_tokens", "resolve_model"})
+"""``firstresult`` hooks the manager calls itself, synchronously, in pluggy's order (no wrappers)."""
+
 INTERRUPTS: Final = (asyncio.CancelledError, KeyboardInterrupt, SystemExit, GeneratorExit)
 """Exceptions that propagate unchanged, never wrapped in a :class:`~harness.errors.CapabilityError`."""
 
@@ -53,6 +67,73 @@ Step: TypeAlias = tuple[str, Callable[[], object], str]
 _Pending: TypeAlias = list[tuple[str, Awaitable[object]]]
 """Awaitables returned by ``async def`` observers, by plugin name, not awaited yet."""
 _EventSink: TypeAlias = "Callable[[RequestContext, CompactionEvent], None]"
+
+
+def hook_failure(plugin: str, what: str, exc: Exception, note: str = "") -> CapabilityError:
+    """The error for ``exc``, raised by ``plugin``'s ``what`` (``"count_tokens"``, ``"on_tool observer"``).
+
+    Raise it ``from exc``; ``note`` is appended to the message, e.g. ``" (the history was restored)"``.
+    """
+    return CapabilityError(plugin, f"{what} raised {type(exc).__name__}: {exc}{note}")
+
+
+def decide(
+    impls: Sequence[pluggy.HookImpl],
+    kwargs: Mapping[str, object],
+    hook_name: str,
+    *,
+    check: Callable[[object], str | None] | None = None,
+    trace: Trace | None = None,
+) -> object:
+    """Call ``impls`` in order until one returns something other than ``None``, and return it.
+
+    Args:
+        impls: The implementations, in call order.
+        kwargs: The hook's arguments; each implementation gets the ones it names.
+        hook_name: The hook, for messages and the trace.
+        check: Says what is wrong with an answer (``None``: nothing).
+        trace: Traces the call and its answer when given.
+
+    Returns:
+        The first answer, or ``None`` when no implementation answered.
+
+    Raises:
+        CapabilityError: An implementation raised (chained), or ``check`` refused its
+            answer; ``capability`` names its plugin.
+    """
+    if trace is not None:
+        trace(f"{hook_name} -> {', '.join(impl.plugin_name for impl in impls) or '(no implementation)'}")
+    for impl in impls:
+        try:
+            answer = bind(impl, kwargs)()
+        except INTERRUPTS:
+            raise
+        except Exception as exc:
+            if trace is not None:
+                trace(f"{hook_name} <- {impl.plugin_name}: raised {type(exc).__name__}")
+            if isinstance(exc, CapabilityError):
+                raise
+            raise hook_failure(impl.plugin_name, hook_name, exc) from exc
+        if answer is None:
+            continue
+        problem = check(answer) if check is not None else None
+        if problem is not None:
+            if trace is not None:
+                trace(f"{hook_name} <- {impl.plugin_name}: refused {answer!r}")
+            raise CapabilityError(impl.plugin_name, f"{hook_name} returned {answer!r}; {problem}")
+        if trace is not None:
+            trace(f"{hook_name} <- {answer!r}")
+        return answer
+    if trace is not None:
+        trace(f"{hook_name} <- None")
+    return None
+
+
+def token_count_problem(answer: object) -> str | None:
+    """What is wrong with a ``count_tokens`` answer (a :func:`decide` check); ``None``: nothing."""
+    if isinstance(answer, bool) or not isinstance(answer, int) or answer < 0:
+        return "expected a non-negative int, or None to let the next implementation answer"
+    return None
 
 
 def bind(impl: pluggy.HookImpl, kwargs: Mapping[str, object]) -> Callable[[], object]:
@@ -164,9 +245,7 @@ async def _guarded_step(
         raise
     except Exception as exc:
         restore()
-        raise CapabilityError(
-            name, f"{hook_name} raised {type(exc).__name__}: {exc} (the history was restored)"
-        ) from exc
+        raise hook_failure(name, hook_name, exc, " (the history was restored)") from exc
 
     if ctx.messages is not history:  # the implementation rebound the list
         history[:] = ctx.messages
@@ -230,9 +309,7 @@ def _call_observer(
     except CapabilityError:
         raise
     except Exception as exc:
-        raise CapabilityError(
-            impl.plugin_name, f"{hook_name} observer raised {type(exc).__name__}: {exc}"
-        ) from exc
+        raise hook_failure(impl.plugin_name, f"{hook_name} observer", exc) from exc
 
 
 async def _drain(pending: _Pending, hook_name: str = "on_compaction") -> None:
@@ -251,7 +328,7 @@ async def _drain(pending: _Pending, hook_name: str = "on_compaction") -> None:
             pending.clear()
             if isinstance(exc, CapabilityError):
                 raise
-            raise CapabilityError(name, f"{hook_name} observer raised {type(exc).__name__}: {exc}") from exc
+            raise hook_failure(name, f"{hook_name} observer", exc) from exc
 
 
 def _discard(awaitable: Awaitable[object]) -> None:

@@ -2,8 +2,10 @@
 
 Plugins are published under the ``harness`` entry-point group
 (``[project.entry-points.harness]``). ``HARNESS_LOAD_PLUGINS`` and
-``HARNESS_DISABLE_PLUGINS`` filter which ones are loaded (:func:`selected_entry_points`);
-:func:`load_entry_point` imports one and checks it implements a hook;
+``HARNESS_DISABLE_PLUGINS`` filter which ones are loaded (:func:`select_entry_points`, which
+also says why each one left out was, and warns with
+:class:`~harness.errors.UnknownPluginNameWarning` about an entry that matches no installed
+plugin); :func:`load_entry_point` imports one and checks it implements a hook;
 :class:`PluginInfo` is what :meth:`PluginManager.list_plugins` reports.
 """
 
@@ -13,6 +15,7 @@ __all__ = [
     "DISABLE_ENV",
     "ENTRY_POINT_GROUP",
     "LOAD_ENV",
+    "EntryPointSelection",
     "PluginInfo",
     "PluginKind",
     "PluginSource",
@@ -20,21 +23,23 @@ __all__ = [
     "load_entry_point",
     "plugin_info",
     "registration_error",
-    "selected_entry_points",
+    "select_entry_points",
 ]
 
+import difflib
 import importlib.metadata
 import inspect
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+import warnings
+from collections.abc import Iterable, Mapping
 from typing import Final, Literal, TypeAlias, cast
 
 import attrs
 
 from harness.capabilities.base import Capability
 from harness.core.markers import PROJECT_NAME
-from harness.errors import PluginLoadError
+from harness.errors import PluginLoadError, UnknownPluginNameWarning
 
 ENTRY_POINT_GROUP: Final = PROJECT_NAME
 """The entry-point group plugins are published under: ``[project.entry-points.harness]``."""
@@ -135,43 +140,119 @@ def _normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _env_names(variable: str) -> frozenset[str] | None:
-    value = os.environ.get(variable)
-    if value is None:
-        return None
-    return frozenset(_normalize(item.strip()) for item in value.split(",") if item.strip())
+@attrs.frozen
+class EntryPointSelection:
+    """The entry points the allow and block lists let through, and why the others were left out.
+
+    Attributes:
+        selected: Each entry point let through, with its source, in discovery order.
+        excluded: Why each entry point left out was, by entry-point name, phrased to follow
+            "is": ``"disabled by HARNESS_DISABLE_PLUGINS (entry 'summarizing')"``.
+    """
+
+    selected: tuple[tuple[importlib.metadata.EntryPoint, PluginSource], ...]
+    excluded: Mapping[str, str]
 
 
-def selected_entry_points(
+@attrs.frozen
+class _NameList:
+    """One allow or block list: where it came from and its entries, normalized to as written."""
+
+    label: str
+    variable: str
+    entries: Mapping[str, str]
+
+    @classmethod
+    def read(cls, given: Iterable[str] | None, variable: str, argument: str) -> _NameList | None:
+        """The list passed as ``argument`` (``given``), else the one in ``variable``; ``None``: unset."""
+        if given is not None:
+            items, label, where = list(given), f"the {argument} list", argument
+        else:
+            value = os.environ.get(variable)
+            if value is None:
+                return None
+            items, label, where = value.split(","), variable, variable
+        entries = {_normalize(item.strip()): item.strip() for item in items if item.strip()}
+        return cls(label, where, entries)
+
+    def match(self, keys: Iterable[str]) -> str | None:
+        """The entry, as written, that one of ``keys`` (normalized names) matches."""
+        return next((self.entries[key] for key in keys if key in self.entries), None)
+
+
+_warned_entries: set[tuple[str, str]] = set()
+"""(variable, normalized entry) pairs already warned about in this process."""
+
+
+def _warn_unmatched(names: _NameList, known: Mapping[str, str], installed: Iterable[str]) -> None:
+    shown = sorted(set(installed))
+    for key, entry in names.entries.items():
+        if key in known or (names.variable, key) in _warned_entries:
+            continue
+        _warned_entries.add((names.variable, key))
+        close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+        suggestion = known[close[0]] if close else None
+        hint = f"; did you mean {suggestion!r}?" if suggestion else ""
+        listing = f"installed: {', '.join(shown)}" if shown else "no harness plugin is installed"
+        warnings.warn(
+            UnknownPluginNameWarning(
+                f"{names.label} entry {entry!r} matches no installed harness plugin "
+                f"(entry-point or distribution name){hint} ({listing})",
+                variable=names.variable,
+                entry=entry,
+                installed=shown,
+                suggestion=suggestion,
+            ),
+            stacklevel=4,
+        )
+
+
+def select_entry_points(
     *, allow: Iterable[str] | None = None, block: Iterable[str] | None = None
-) -> Iterator[tuple[importlib.metadata.EntryPoint, PluginSource]]:
+) -> EntryPointSelection:
     """The entry points of :data:`ENTRY_POINT_GROUP` the allow and block lists let through.
 
     Names compare case-insensitively, with ``-``, ``_`` and ``.`` equivalent; an entry
     point matches a list by its own name or its distribution's. The block list wins.
+    An entry of either list that matches no installed entry point or distribution emits
+    :class:`~harness.errors.UnknownPluginNameWarning` (once per process per list and entry).
 
     Args:
         allow: Entry-point or distribution names to load (``None``: read
             :data:`LOAD_ENV`; unset there loads every entry point).
         block: Names not to load (``None``: read :data:`DISABLE_ENV`).
 
-    Yields:
-        Each entry point let through, with its source.
+    Returns:
+        The entry points let through, and why each other one was left out.
     """
-    allowed = _env_names(LOAD_ENV) if allow is None else frozenset(_normalize(n) for n in allow)
-    if block is None:
-        blocked = _env_names(DISABLE_ENV) or frozenset[str]()
-    else:
-        blocked = frozenset(_normalize(n) for n in block)
+    allowed = _NameList.read(allow, LOAD_ENV, "allow")
+    blocked = _NameList.read(block, DISABLE_ENV, "block")
+    selected: list[tuple[importlib.metadata.EntryPoint, PluginSource]] = []
+    excluded: dict[str, str] = {}
+    known: dict[str, str] = {}
+    installed: list[str] = []
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         source = PluginSource.of(ep)
-        dist_name = source.distribution
-        keys = {_normalize(ep.name)} | ({_normalize(dist_name)} if dist_name else set[str]())
-        if allowed is not None and not keys & allowed:
-            continue
-        if keys & blocked:
-            continue
-        yield ep, source
+        names = [ep.name] + ([source.distribution] if source.distribution else [])
+        known.update({_normalize(name): name for name in names})
+        installed.append(ep.name)
+        keys = [_normalize(name) for name in names]
+        blocked_by = blocked.match(keys) if blocked is not None else None
+        if blocked is not None and blocked_by is not None:
+            excluded[ep.name] = f"disabled by {blocked.label} (entry {blocked_by!r})"
+        elif allowed is not None and allowed.match(keys) is None:
+            listed = ", ".join(allowed.entries.values())
+            excluded[ep.name] = (
+                f"not listed in {allowed.label} ({listed})"
+                if listed
+                else f"not loaded because {allowed.label} is set but empty"
+            )
+        else:
+            selected.append((ep, source))
+    for names in (allowed, blocked):
+        if names is not None:
+            _warn_unmatched(names, known, installed)
+    return EntryPointSelection(tuple(selected), excluded)
 
 
 def load_entry_point(ep: importlib.metadata.EntryPoint, source: PluginSource) -> object:

@@ -14,10 +14,10 @@ Two kinds of objects are registered:
 
 Registration and validation live here; the other jobs have their own modules, which
 this facade delegates to: :mod:`harness.hooks.ordering` (capability and hook
-implementation order), :mod:`harness.hooks.dispatch` (awaiting the context hooks),
-:mod:`harness.history.guard` (the invariant guard every ``before_model_request``
-implementation runs under, so a history a provider would reject with HTTP 400 never
-reaches the model), :mod:`harness.hooks.entrypoints` (entry-point loading and listing) and
+implementation order), :mod:`harness.hooks.dispatch` (calling every implementation,
+awaiting the context hooks), :mod:`harness.history.guard` (the invariant guard every
+``before_model_request`` implementation runs under, so a history a provider would reject
+with HTTP 400 never reaches the model), :mod:`harness.hooks.entrypoints` (entry-point loading and listing) and
 :mod:`harness.hooks.tracing` (``HARNESS_TRACE_PLUGINS``).
 """
 
@@ -28,24 +28,35 @@ __all__ = ["PluginManager"]
 import difflib
 import inspect
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 import pluggy
 
 import harness.hooks.specs as hookspecs
 from harness.core.markers import PROJECT_NAME
-from harness.errors import CapabilityError, CapabilityOrderError, PluginLoadError
-from harness.hooks.dispatch import ASYNC_HOOKS, Step, bind, forced_call, notify, own_compact, run_steps
+from harness.errors import CapabilityOrderError, PluginLoadError
+from harness.hooks.dispatch import (
+    ASYNC_HOOKS,
+    Step,
+    bind,
+    decide,
+    forced_call,
+    notify,
+    own_compact,
+    run_steps,
+    token_count_problem,
+)
 from harness.hooks.entrypoints import (
     PluginInfo,
     PluginSource,
     load_entry_point,
     plugin_info,
     registration_error,
-    selected_entry_points,
+    select_entry_points,
 )
 from harness.hooks.ordering import UNREGISTERED, capability_name, order_capabilities, order_hookimpls
-from harness.hooks.tracing import Trace, make_trace, monitor_hookcalls, tracing_requested
+from harness.hooks.stacks import installed_capability_classes, resolve_capabilities
+from harness.hooks.tracing import Trace, TraceSinks, tracing_requested
 from harness.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -71,9 +82,10 @@ class PluginManager:
         pm.register(my_logger)
         await pm.run_before_model_request(ctx)
 
-    The underlying ``pluggy.PluginManager`` is available as :attr:`pluggy_manager` for
-    tracing (``pm.pluggy_manager.add_hookcall_monitoring``). Register plugins through
-    this class, not through it, so that ordering and validation apply.
+    The underlying ``pluggy.PluginManager`` is available as :attr:`pluggy_manager`.
+    Register plugins and call hooks through this class, not through it: it validates and
+    orders them, and calls every implementation itself, so that a failure names its
+    plugin and every call is traced.
     """
 
     def __init__(self) -> None:
@@ -87,27 +99,36 @@ class PluginManager:
         self._sources: dict[str, PluginSource] = {}
         self._available: dict[str, type] = {}
         self._available_sources: dict[str, PluginSource] = {}
+        self._entrypoints_loaded = False
         self._counters: dict[str | None, TokenCounter] = {}
-        self._trace: Trace | None = None
+        self._tracing = TraceSinks()
+        self._excluded: dict[str, str] = {}
+        self._load_errors: dict[str, PluginLoadError] = {}
         if tracing_requested():
             self.enable_tracing()
 
-    def enable_tracing(self, write: Callable[[str], None] | None = None) -> None:
-        """Trace every hook call: the context hooks this manager calls and pluggy's own.
+    def enable_tracing(self, write: Callable[[str], None] | None = None) -> Callable[[], None]:
+        """Trace every hook call this manager makes, and return the undo.
 
-        Each line starts with ``harness-trace:`` and names the hook and the plugin; a
+        Each line starts with ``harness-trace:`` and names the hook and the plugin: the
+        context hooks, their observers, and the decision hooks with their answer; a
         ``before_model_request`` (or forced ``compact``) step also reports its duration and
-        the message count before and after. Set ``HARNESS_TRACE_PLUGINS=1`` to enable it
-        for every manager. A second call does nothing.
+        the message count before and after. ``HARNESS_TRACE_PLUGINS=1`` traces every
+        manager to stderr. Each call adds a writer; adding one already tracing changes nothing.
 
         Args:
             write: Receives each line (newline included); default: ``sys.stderr`` at the
-                time of the call.
+                time of each line.
+
+        Returns:
+            The undo: it stops this writer's tracing, for every hook, from the next hook
+            call on; calling it again does nothing.
         """
-        if self._trace is not None:
-            return
-        self._trace = make_trace(write)
-        monitor_hookcalls(self._pm, self._trace)
+        return self._tracing.add(write)
+
+    @property
+    def _trace(self) -> Trace | None:
+        return self._tracing.trace
 
     # -- registration ------------------------------------------------------------------
 
@@ -143,21 +164,36 @@ class PluginManager:
         self._register(plugin, plugin_name)
         return plugin_name
 
-    def add_capabilities(self, capabilities: Sequence[object]) -> None:
-        """Register capability objects; they run in this order, after any added before.
+    def add_capabilities(
+        self, capabilities: Sequence[object] | str, *, resolve_model: Callable[[str], object] | None = None
+    ) -> None:
+        """Register capabilities; they run in this order, after any added before.
 
         Args:
-            capabilities: Configured capability objects (anything with hookimpls). Each is
-                registered under its ``name`` attribute, or its class name.
+            capabilities: Configured capability objects (anything implementing a hook),
+                short-form stack strings (``"sliding_window:max_messages=80"``, the
+                ``--stack`` grammar of :mod:`harness.config`) and
+                :class:`~harness.config.StackEntry` objects, in any mix; one string stands
+                for a one-item list. Strings and entries are built from the capability
+                classes this manager loaded through its entry points
+                (:meth:`load_entrypoint_plugins`), else from the installed ones. Each
+                capability is registered under its ``name`` attribute, or its class name.
+            resolve_model: Turns a model string given to a ``Model`` parameter
+                (``"summarizing:model=openai:gpt-4o"``) into the model; ``Agent`` passes
+                :func:`~harness.models.resolve.resolve_model` with this manager.
 
         Raises:
+            TypeError: An element is neither a capability, nor a string, nor an entry;
+                the message names its index and type.
+            StackConfigError: A string or an entry is invalid (unknown capability or
+                parameter, wrong value), named ``capabilities[<index>]``.
             CapabilityError: An element is a class rather than an instance.
             CapabilityOrderError: Two capabilities (or a capability and a plugin) share a
                 name, or the ``runs_before`` / ``runs_after`` declarations cannot be
                 satisfied. Nothing is registered in that case.
             PluginLoadError: A hook implementation is invalid (see :meth:`register`).
         """
-        new = list(capabilities)
+        new = resolve_capabilities(capabilities, self._capability_classes, resolve_model=resolve_model)
         for capability in new:
             name = capability_name(capability)
             existing = self._pm.get_plugin(name)
@@ -243,11 +279,13 @@ class PluginManager:
                     close = difflib.get_close_matches(caller.name, sorted(_SPEC_NAMES), n=1)
                     hint = f"; did you mean {close[0]!r}?" if close else ""
                     return f"implements unknown hook {caller.name!r}{hint}"
-                if caller.name in ASYNC_HOOKS and (impl.wrapper or impl.hookwrapper):
-                    return (
-                        f"{caller.name} cannot be a wrapper implementation: harness awaits "
-                        "this hook itself, and a wrapper cannot await across its yield"
+                if impl.wrapper or impl.hookwrapper:
+                    why = (
+                        "harness awaits this hook itself, and a wrapper cannot await across its yield"
+                        if caller.name in ASYNC_HOOKS
+                        else "harness calls each implementation itself, so that a failure names its plugin"
                     )
+                    return f"{caller.name} cannot be a wrapper implementation: {why}"
                 if caller.name not in ASYNC_HOOKS and inspect.iscoroutinefunction(impl.function):
                     return f"{caller.name} must be synchronous (pluggy calls it and cannot await it)"
         return None
@@ -257,6 +295,10 @@ class PluginManager:
         if caller is None:
             return []
         return order_hookimpls(caller.get_hookimpls(), self._capability_position, self._registration)
+
+    def _decide(self, hook: str, check: Callable[[object], str | None] | None, **kwargs: object) -> object:
+        impls = getattr(self._pm.hook, hook).get_hookimpls()[::-1]  # pluggy's order: last registered first
+        return decide(impls, kwargs, hook, check=check, trace=self._trace)
 
     # -- before_model_request ----------------------------------------------------------
 
@@ -359,29 +401,25 @@ class PluginManager:
     # -- tokens ------------------------------------------------------------------------
 
     def count_tokens(self, text: str, model_name: str | None) -> int | None:
-        """Ask the ``count_tokens`` hook; ``None`` when no plugin answers.
+        """Ask the ``count_tokens`` hook, in pluggy's order; ``None`` when no plugin answers.
 
         Raises:
-            CapabilityError: An implementation answered something other than a
-                non-negative ``int``.
+            CapabilityError: An implementation raised (chained) or answered something other
+                than ``None`` or a non-negative ``int``; ``capability`` names its plugin.
         """
-        result: object = self._pm.hook.count_tokens(text=text, model_name=model_name)
-        if result is None:
-            return None
-        if isinstance(result, bool) or not isinstance(result, int) or result < 0:
-            raise CapabilityError(
-                "count_tokens", f"an implementation returned {result!r}; expected a non-negative int"
-            )
-        return result
+        answer = self._decide("count_tokens", token_count_problem, text=text, model_name=model_name)
+        return answer if isinstance(answer, int) else None
 
     def resolve_model(self, model_string: str) -> object | None:
-        """Ask the ``resolve_model`` hook; ``None`` when no plugin answers.
+        """Ask the ``resolve_model`` hook, in pluggy's order; ``None`` when no plugin answers.
 
         The answer is returned as is: :func:`harness.models.resolve.resolve_model` checks that it is
         a model and falls back to the built-in providers.
+
+        Raises:
+            CapabilityError: An implementation raised; it names the plugin and is chained.
         """
-        answer: object = self._pm.hook.resolve_model(model_string=model_string)
-        return answer
+        return self._decide("resolve_model", None, model_string=model_string)
 
     def token_counter(self, model_name: str | None = None) -> TokenCounter:
         """The token counter this manager owns for ``model_name``, honouring the ``count_tokens`` hook.
@@ -414,14 +452,20 @@ class PluginManager:
     # -- entry points ------------------------------------------------------------------
 
     def load_entrypoint_plugins(
-        self, *, allow: Iterable[str] | None = None, block: Iterable[str] | None = None
+        self,
+        *,
+        allow: Iterable[str] | None = None,
+        block: Iterable[str] | None = None,
+        errors: Literal["raise", "collect"] = "raise",
     ) -> list[str]:
         """Load the plugins published under the ``harness`` entry-point group.
 
         ``HARNESS_LOAD_PLUGINS`` (comma list of entry-point or distribution names) is an
         allow-list: unset loads everything, set but empty loads nothing.
         ``HARNESS_DISABLE_PLUGINS`` is a block-list and wins over the allow-list. Names
-        compare case-insensitively, with ``-``, ``_`` and ``.`` equivalent.
+        compare case-insensitively, with ``-``, ``_`` and ``.`` equivalent; why each entry
+        point left out was is kept for :meth:`excluded_plugins`, and an entry matching no
+        installed plugin emits :class:`~harness.errors.UnknownPluginNameWarning` (once).
 
         An entry point that resolves to a module or an instance is registered as a
         plugin. One that resolves to a *class* (a :class:`~harness.capabilities.base.Capability`
@@ -433,33 +477,67 @@ class PluginManager:
         Args:
             allow: Overrides ``HARNESS_LOAD_PLUGINS`` (``None``: read the variable).
             block: Overrides ``HARNESS_DISABLE_PLUGINS`` (``None``: read the variable).
+            errors: ``"raise"``: the first entry point that fails stops loading.
+                ``"collect"``: it is skipped and kept for :meth:`load_errors`, and the
+                others still load (what ``harness plugins`` does).
 
         Returns:
             The names of the entry points loaded by this call.
 
         Raises:
-            PluginLoadError: An entry point failed to import or to register. The message
-                names the distribution, the entry point (``name = value``), the cause
-                (also chained) and how to disable it; the attributes ``plugin_name`` (the
-                entry-point name), ``entry_point`` (its value), ``distribution``,
-                ``version`` and ``reason`` hold the same facts.
+            PluginLoadError: An entry point failed to import or to register (with
+                ``errors="raise"``). The message names the distribution, the entry point
+                (``name = value``), the cause (also chained) and how to disable it; the
+                attributes ``plugin_name`` (the entry-point name), ``entry_point`` (its
+                value), ``distribution``, ``version`` and ``reason`` hold the same facts.
         """
         loaded: list[str] = []
-        for ep, source in selected_entry_points(allow=allow, block=block):
+        self._entrypoints_loaded = True
+        selection = select_entry_points(allow=allow, block=block)
+        self._excluded.update(
+            (name, why)
+            for name, why in selection.excluded.items()
+            if not (self._pm.has_plugin(name) or name in self._available)  # loaded by an earlier call
+        )
+        for ep, source in selection.selected:
+            self._excluded.pop(ep.name, None)
             if self._pm.has_plugin(ep.name) or ep.name in self._available:
                 continue
-            obj = load_entry_point(ep, source)
-            if isinstance(obj, type):
-                self._available[ep.name] = obj
-                self._available_sources[ep.name] = source
-            else:
-                try:
-                    self._register(obj, ep.name)
-                except PluginLoadError as exc:
-                    raise registration_error(ep, source, exc) from exc
-                self._sources[ep.name] = source
+            try:
+                obj = load_entry_point(ep, source)
+                if isinstance(obj, type):
+                    self._available[ep.name] = obj
+                    self._available_sources[ep.name] = source
+                else:
+                    try:
+                        self._register(obj, ep.name)
+                    except PluginLoadError as exc:
+                        raise registration_error(ep, source, exc) from exc
+                    self._sources[ep.name] = source
+            except PluginLoadError as exc:
+                if errors == "raise":
+                    raise
+                self._load_errors[ep.name] = exc
+                continue
+            self._load_errors.pop(ep.name, None)
             loaded.append(ep.name)
         return loaded
+
+    def load_errors(self) -> list[PluginLoadError]:
+        """The entry points that failed to load with ``errors="collect"`` (and did not load since)."""
+        return list(self._load_errors.values())
+
+    def excluded_plugins(self) -> dict[str, str]:
+        """Entry points the allow and block lists left out, by name, with why.
+
+        The reason reads after "is", e.g. ``"disabled by HARNESS_DISABLE_PLUGINS (entry
+        'summarizing')"`` or ``"not listed in HARNESS_LOAD_PLUGINS (tiered)"``.
+        """
+        return dict(self._excluded)
+
+    def _capability_classes(self) -> Mapping[str, type]:
+        """The classes stack strings name: this manager's entry points once loaded, else the installed."""
+        return self._available if self._entrypoints_loaded else installed_capability_classes()
 
     def available_capabilities(self) -> dict[str, type]:
         """Capability classes found through entry points, by entry-point name.

@@ -9,9 +9,10 @@ pluggy itself cannot await coroutines, so the four context hooks
 (``before_model_request``, ``after_node``, ``on_tool``, ``on_compaction``) are never
 called through ``pm.hook.<name>(...)`` directly: :class:`harness.hooks.manager.PluginManager`
 calls each implementation in a fixed order (:mod:`harness.hooks.ordering`) and awaits it
-when it is ``async def`` (:mod:`harness.hooks.dispatch`).
-Wrapper implementations (``wrapper=True`` / ``hookwrapper=True``) are rejected on
-these hooks, because a wrapper cannot await across its ``yield``.
+when it is ``async def`` (:mod:`harness.hooks.dispatch`). The decision hooks
+(``count_tokens``, ``resolve_model``) are called by the manager too, one implementation at
+a time in pluggy's order, so that a failure names its plugin. Wrapper implementations
+(``wrapper=True`` / ``hookwrapper=True``) are rejected on every hook.
 
 Call order for the context hooks: capabilities first, in their resolved order (the
 order the user listed them, adjusted only by their ``runs_before`` / ``runs_after``
@@ -191,7 +192,8 @@ def count_tokens(text: str, model_name: str | None) -> int | None:
 
     Return value: the number of tokens (a non-negative ``int``), or ``None`` to let the
     next implementation, and finally tiktoken, answer (for example for a model the
-    plugin does not know).
+    plugin does not know). Another value, or an exception, raises ``CapabilityError``
+    naming the plugin (the exception chained).
 
     Async: not allowed; ``async def`` implementations are rejected when the plugin is
     registered, because token counting runs inside synchronous code.
@@ -220,7 +222,8 @@ def resolve_model(model_string: str) -> Model | None:
     Return value: a :class:`~harness.core.model.Model` (anything with ``model_name``,
     ``context_window`` and ``async request(...)``), or ``None`` to let the next
     implementation, and finally the built-in providers, answer. Any other value raises
-    ``ModelResolutionError``.
+    ``ModelResolutionError``; an exception raises ``CapabilityError`` naming the plugin
+    (the exception chained).
 
     Async: not allowed; the hook must return the model itself, because resolution runs
     in synchronous code (``Agent.__init__``). An awaitable result raises

@@ -1,10 +1,11 @@
 """Hook-call tracing: ``HARNESS_TRACE_PLUGINS=1`` or :meth:`PluginManager.enable_tracing`.
 
-Every line starts with ``harness-trace:`` and names the hook and the plugin. Hooks pluggy
-dispatches are traced through pluggy's hook-call monitoring (:func:`monitor_hookcalls`);
-the context hooks the manager calls itself are traced by the dispatcher, a
-``before_model_request`` (or forced ``compact``) step with its duration and the message
-count before and after (:func:`traced_step`).
+Every line starts with ``harness-trace:`` and names the hook and the plugin. The manager
+calls every hook implementation itself, so the dispatcher traces them all: a decision hook
+(``count_tokens``, ``resolve_model``) with its implementations and its answer, an observer
+call, and a ``before_model_request`` (or forced ``compact``) step with its duration and the
+message count before and after (:func:`traced_step`). :class:`TraceSinks` holds where the
+lines go, so that each :meth:`~harness.hooks.manager.PluginManager.enable_tracing` can be undone.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from __future__ import annotations
 __all__ = [
     "TRACE_ENV",
     "Trace",
+    "TraceSinks",
     "make_trace",
-    "monitor_hookcalls",
     "traced_step",
     "tracing_requested",
 ]
@@ -22,10 +23,8 @@ import inspect
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final, TypeAlias, cast
-
-import pluggy
 
 if TYPE_CHECKING:
     from harness.capabilities.context import RequestContext
@@ -44,6 +43,10 @@ def tracing_requested() -> bool:
     return os.environ.get(TRACE_ENV, "").strip().lower() not in _OFF
 
 
+def _write_stderr(line: str) -> None:
+    sys.stderr.write(line)
+
+
 def make_trace(write: Callable[[str], None] | None = None) -> Trace:
     """A :data:`Trace` that writes one ``harness-trace: <text>`` line per call.
 
@@ -51,11 +54,7 @@ def make_trace(write: Callable[[str], None] | None = None) -> Trace:
         write: Receives each line (newline included); default: ``sys.stderr`` at the
             time of each line.
     """
-
-    def default_write(line: str) -> None:
-        sys.stderr.write(line)
-
-    sink = write or default_write
+    sink = write or _write_stderr
 
     def trace(text: str) -> None:
         sink(f"harness-trace: {text}\n")
@@ -63,24 +62,41 @@ def make_trace(write: Callable[[str], None] | None = None) -> Trace:
     return trace
 
 
-def monitor_hookcalls(pm: pluggy.PluginManager, trace: Trace) -> None:
-    """Trace every hook call pluggy dispatches on ``pm``: who is called, what comes back."""
+class TraceSinks:
+    """Where one manager's trace lines go: each writer added, until its undo is called."""
 
-    def before(hook_name: str, impls: Sequence[pluggy.HookImpl], kwargs: Mapping[str, object]) -> None:
-        del kwargs
-        trace(f"{hook_name} -> {', '.join(impl.plugin_name for impl in impls) or '(no implementation)'}")
+    def __init__(self) -> None:
+        self._writers: list[Callable[[str], None]] = []
 
-    def after(
-        outcome: pluggy.Result[object],
-        hook_name: str,
-        impls: Sequence[pluggy.HookImpl],
-        kwargs: Mapping[str, object],
-    ) -> None:
-        del impls, kwargs
-        error = outcome.exception
-        trace(f"{hook_name} <- {type(error).__name__ if error else repr(outcome.get_result())}")
+    def add(self, write: Callable[[str], None] | None = None) -> Callable[[], None]:
+        """Send every trace line to ``write`` too (default: ``sys.stderr`` at the time of each line).
 
-    pm.add_hookcall_monitoring(before, after)
+        Adding a writer already present (an equal callable, or the default twice) changes
+        nothing.
+
+        Returns:
+            The undo: it removes ``write``, so that its lines stop from the next hook call
+            on. Calling it again does nothing.
+        """
+        writer = write or _write_stderr
+        if writer not in self._writers:
+            self._writers.append(writer)
+
+        def undo() -> None:
+            if writer in self._writers:
+                self._writers.remove(writer)
+
+        return undo
+
+    @property
+    def trace(self) -> Trace | None:
+        """The :data:`Trace` to hand the dispatcher, or ``None`` when no writer is left."""
+        return self._emit if self._writers else None
+
+    def _emit(self, text: str) -> None:
+        line = f"harness-trace: {text}\n"
+        for writer in tuple(self._writers):
+            writer(line)
 
 
 def traced_step(

@@ -10,6 +10,8 @@ imported, so ``import harness.models`` needs no optional dependency:
 * :mod:`harness.models.anthropic`: the Anthropic Messages API.
 * :mod:`harness.models.resolve`: :func:`~harness.models.resolve.resolve_model` turns a model
   string such as ``"openai:gpt-4o-mini"`` into a model.
+* :mod:`harness.models.check`: :func:`~harness.models.check.check_model` makes sure a model
+  can take requests (credentials, a reachable server) before a run starts.
 
 The protocol every model implements, :class:`harness.core.Model`, lives in the core.
 """

@@ -64,6 +64,7 @@ from harness.errors import ModelAuthenticationError
 from harness.models._mapping import ImageBase64, ImageUrl, UserItem, split_request, system_text
 from harness.models._retry import ProviderErrors, RetryPolicy, send_with_retries
 from harness.models._sdk import SDKClientOwner, apply_extra_settings, call_options
+from harness.models.check import DEFAULT_CHECK_TIMEOUT, probe
 from harness.models.context_windows import context_window_for
 
 DEFAULT_MAX_TOKENS = 4096
@@ -370,6 +371,31 @@ class AnthropicModel(SDKClientOwner[anthropic.AsyncAnthropic]):
                 api_key=self._api_key, base_url=self._base_url, max_retries=0, timeout=self.timeout
             )
         return self._client
+
+    async def check(self, *, timeout: float = DEFAULT_CHECK_TIMEOUT) -> None:
+        """Check that requests can go through: credentials resolve and the server answers.
+
+        Lists one of the server's models (no retry), within ``timeout`` seconds; see
+        :func:`harness.models.check.probe` for what passes.
+
+        Raises:
+            ModelAuthenticationError: No credentials resolve, or the server refused them.
+            ModelUnavailableError: The server cannot be reached, or failed.
+            ModelTimeoutError: No answer within ``timeout``.
+        """
+        client = self._get_client()
+
+        async def send() -> object:
+            return await client.models.list(limit=1, timeout=timeout)
+
+        try:
+            await probe(send, _ERRORS, model_name=self._model_name, where=str(client.base_url))
+        except (TypeError, anthropic.CredentialsError) as exc:
+            if isinstance(exc, TypeError) and "authentication" not in str(exc):
+                raise
+            raise ModelAuthenticationError(
+                PROVIDER, f"{exc} (set ANTHROPIC_API_KEY or pass api_key=)", model_name=self._model_name
+            ) from exc
 
     def request_body(
         self,

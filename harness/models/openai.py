@@ -62,6 +62,7 @@ from harness.models._mapping import (
 )
 from harness.models._retry import ProviderErrors, RetryPolicy, send_with_retries
 from harness.models._sdk import SDKClientOwner, apply_extra_settings, call_options
+from harness.models.check import DEFAULT_CHECK_TIMEOUT, probe
 from harness.models.context_windows import context_window_for
 
 _ERRORS = ProviderErrors(
@@ -377,6 +378,24 @@ class OpenAIModel(SDKClientOwner[openai.AsyncOpenAI]):
             api_key=api_key, base_url=self._base_url, max_retries=0, timeout=self.timeout
         )
         return self._client
+
+    async def check(self, *, timeout: float = DEFAULT_CHECK_TIMEOUT) -> None:
+        """Check that requests can go through: a key resolves and the server answers.
+
+        Lists the server's models once (no retry), within ``timeout`` seconds; see
+        :func:`harness.models.check.probe` for what passes.
+
+        Raises:
+            ModelAuthenticationError: No API key, or the server refused it.
+            ModelUnavailableError: The server cannot be reached, or failed.
+            ModelTimeoutError: No answer within ``timeout``.
+        """
+        client = self._get_client()
+
+        async def send() -> object:
+            return await client.models.list(timeout=timeout)
+
+        await probe(send, self._errors, model_name=self._model_name, where=str(client.base_url))
 
     def request_body(
         self,

@@ -14,7 +14,8 @@ Resolution order for a string:
        ``OpenAIModel`` against a local Ollama server (``OLLAMA_BASE_URL``, default
        ``http://localhost:11434/v1``).
    ``test`` or ``test:<name>``
-       :class:`harness.models.test.TestModel` (no network).
+       :class:`harness.models.test.TestModel` (no network, no key; a context window of
+       :data:`~harness.models.test.TEST_CONTEXT_WINDOW` tokens).
 
 Context windows come from :mod:`harness.models.context_windows`.
 """

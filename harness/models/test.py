@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["TestModel", "example_for_schema"]
+__all__ = ["TEST_CONTEXT_WINDOW", "TestModel", "example_for_schema"]
 
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -11,6 +11,9 @@ from harness.core.messages import CanonicalMessage, RetryPromptPart, ToolCallPar
 from harness.core.model import ModelSettings, ToolDefinition
 from harness.models.function import finish_response
 from harness.tokens import TokenCounter
+
+TEST_CONTEXT_WINDOW = 128_000
+"""The context window a :class:`TestModel` reports unless told otherwise (that of ``gpt-4o``)."""
 
 
 def example_for_schema(schema: Mapping[str, Any]) -> Any:
@@ -53,9 +56,14 @@ class TestModel:
 
     Args:
         model_name: The model's name.
-        context_window: The context window to report.
+        context_window: The context window to report, :data:`TEST_CONTEXT_WINDOW` by
+            default, so a stack with fraction triggers works with it as with a real model;
+            ``None`` reports an unknown window.
         final_text: The final answer.
         call_tools: Names of the tools to call (default: all).
+
+    Raises:
+        ValueError: ``context_window`` is below 1.
     """
 
     __test__ = False  # not a pytest test class
@@ -64,10 +72,12 @@ class TestModel:
         self,
         *,
         model_name: str = "test",
-        context_window: int | None = None,
+        context_window: int | None = TEST_CONTEXT_WINDOW,
         final_text: str = "done",
         call_tools: Sequence[str] | None = None,
     ) -> None:
+        if context_window is not None and context_window < 1:
+            raise ValueError(f"TestModel: context_window must be at least 1, got {context_window}")
         self._model_name = model_name
         self._context_window = context_window
         self.final_text = final_text
@@ -82,7 +92,7 @@ class TestModel:
 
     @property
     def context_window(self) -> int | None:
-        """The configured context window."""
+        """The context window in tokens (:data:`TEST_CONTEXT_WINDOW` unless configured)."""
         return self._context_window
 
     async def request(

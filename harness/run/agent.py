@@ -71,8 +71,14 @@ class Agent:
             :func:`~harness.models.resolve.resolve_model` (plugins' ``resolve_model`` hook
             first, then the built-in providers).
         tools: Tools or plain functions (turned into tools with :meth:`Tool.from_function`).
-        capabilities: Capability objects, run before every model request in this order
-            (adjusted only by their ``runs_before`` / ``runs_after`` declarations).
+        capabilities: Capabilities, run before every model request in this order (adjusted
+            only by their ``runs_before`` / ``runs_after`` declarations): capability objects,
+            short-form stack strings such as ``"sliding_window:max_messages=80,keep_messages=10"``
+            (the ``--stack`` grammar of :mod:`harness.config`, validated the same way; one
+            string may hold several entries, and a single string stands for a one-item
+            list), or :class:`~harness.config.StackEntry` objects. Strings name the
+            capability classes of ``plugin_manager``'s entry points when it loaded them,
+            else the installed ones.
         system_prompt: Static system prompt, sent in front of every request, never stored.
         instructions: ``callable(RunContext) -> str`` (sync or async) for dynamic
             instructions, evaluated before every model request, never stored.
@@ -80,9 +86,11 @@ class Agent:
             entry-point plugins); ``capabilities`` are added to it.
         max_iterations: Maximum model requests per run (``MaxIterationsExceeded``).
         request_timeout: Seconds a whole run may take (``RequestTimeout``); ``None`` = no limit.
-        tool_max_retries: Attempts per call for transient tool failures (exceptions not in
-            ``NON_RETRYABLE``), with exponential backoff; after the last attempt the
-            failure becomes a tool return the model sees, and the run continues.
+        tool_max_retries: Attempts per call for transient tool failures (connection errors,
+            timeouts, a tool's ``retry_on``; see :mod:`harness.tools.tool`), with exponential
+            backoff; after the last attempt the failure becomes a tool return the model sees,
+            and the run continues. Other exceptions are returned at once, never re-run, and a
+            tool declared ``idempotent=False`` is never re-run automatically.
         tool_retry_budget: Consecutive retry prompts (``ToolRetry``, invalid arguments,
             unknown tool) a tool may cause before the run fails with
             ``ToolRetryBudgetExceeded``; a success resets the count.
@@ -96,6 +104,10 @@ class Agent:
 
     Raises:
         ValueError: A limit is below 1.
+        TypeError: A capability is neither a capability object, nor a string, nor an
+            entry (the message names its index and type).
+        StackConfigError: A capability string is invalid (the message names
+            ``capabilities[<index>]``, the entry and the parameter).
         ToolDefinitionError: Two tools share a name.
         ModelResolutionError: ``model`` is a string no plugin or built-in provider knows.
     """
@@ -105,7 +117,7 @@ class Agent:
         model: Model | str,
         *,
         tools: Sequence[Tool | Callable[..., Any]] = (),
-        capabilities: Sequence[object] = (),
+        capabilities: Sequence[object] | str = (),
         system_prompt: str | None = None,
         instructions: InstructionsFunction | None = None,
         plugin_manager: PluginManager | None = None,
@@ -139,7 +151,10 @@ class Agent:
         self.plugin_manager = plugin_manager if plugin_manager is not None else PluginManager()
         resolved = resolve_model(model, plugin_manager=self.plugin_manager)
         if capabilities:
-            self.plugin_manager.add_capabilities(capabilities)
+            manager = self.plugin_manager
+            self.plugin_manager.add_capabilities(
+                capabilities, resolve_model=lambda text: resolve_model(text, plugin_manager=manager)
+            )
         self.run_settings = RunSettings(
             model=resolved,
             tools=tools_by_name,

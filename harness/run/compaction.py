@@ -20,7 +20,7 @@ import attrs
 
 from harness.capabilities.context import CompactionEvent, RequestContext
 from harness.core.markers import hookimpl
-from harness.core.messages import CanonicalMessage, Part, history_repr
+from harness.core.messages import CanonicalMessage, Part, Usage, history_repr
 from harness.errors import HarnessError
 from harness.hooks.manager import PluginManager
 
@@ -39,6 +39,8 @@ class CompactionResult:
             part of ``messages``).
         tokens_before: Exact token count of the input history.
         tokens_after: Exact token count of ``messages``.
+        usage: The context's usage plus what the stack charged to it (a summarizer's
+            requests, through ``RequestContext.add_usage``).
     """
 
     messages: list[CanonicalMessage] = attrs.field(repr=history_repr)
@@ -46,6 +48,7 @@ class CompactionResult:
     request_scoped: tuple[Part, ...]
     tokens_before: int
     tokens_after: int
+    usage: Usage = attrs.field(factory=Usage)
 
     @property
     def changed(self) -> bool:
@@ -163,6 +166,7 @@ async def compact(
         request_scoped=tuple(ctx.request_scoped),
         tokens_before=tokens_before,
         tokens_after=ctx.count_tokens(result),
+        usage=ctx.usage,
     )
 
 

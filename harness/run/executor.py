@@ -3,6 +3,15 @@
 Every call moves through the run's :class:`~harness.tools.lifecycle.ToolCallRegistry`
 (registered, started, then completed, failed or cancelled), and each transition goes to
 the ``on_tool`` hook. Results come back in call order whatever order the calls finish in.
+
+What a tool raises decides what happens (the policy of :mod:`harness.tools.tool`):
+
+* ``ToolRetry`` and argument errors become retry prompts (counted by the retry budget);
+* :data:`NON_RETRYABLE` errors (abort, cancellation, harness errors) stop the run;
+* a *transient* error (:meth:`Tool.is_transient <harness.tools.tool.Tool.is_transient>`) is
+  retried up to ``tool_max_retries`` attempts with backoff, unless the tool is not
+  idempotent; the last failure becomes the tool's result;
+* any other error is deterministic: it becomes the tool's result at once, never re-run.
 """
 
 from __future__ import annotations
@@ -43,10 +52,11 @@ NON_RETRYABLE: tuple[type[BaseException], ...] = (
     SystemExit,
     HarnessError,
 )
-"""Exceptions a tool raises that are never retried as transient failures.
+"""Exceptions a tool raises that are never retried, even when a tool lists them in ``retry_on``.
 
 ``ToolRetry`` and argument errors become retry prompts; the others (user abort,
-cancellation, configuration errors, which are all ``HarnessError``) stop the run.
+cancellation, configuration errors, which are all ``HarnessError``) stop the run. Of the
+other exceptions only transient ones are retried (see :mod:`harness.tools.tool`).
 """
 
 _FIX = "Fix the errors and try again."
@@ -88,6 +98,19 @@ def _short(value: Any) -> str:
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _failure_content(name: str, error: str, attempts: int, *, transient: bool, tool: Tool) -> str:
+    """What the model reads when a call failed: the error, and whether it was retried."""
+    if not tool.idempotent:
+        why = "It was not retried: the tool" if transient else "The tool"
+        return (
+            f"Tool {name!r} failed: {error}. {why} is not idempotent, and the call may have taken "
+            "effect before it failed; check before calling it again."
+        )
+    if transient:
+        return f"Tool {name!r} failed after {attempts} attempt(s): {error}"
+    return f"Tool {name!r} failed: {error}"
 
 
 class ToolExecutor:
@@ -214,7 +237,7 @@ class ToolExecutor:
             return
 
         ctx = self.run.for_tool(call.tool_call_id, call.tool_name, self._retries.get(call.tool_name, 0))
-        attempts = max(1, self.settings.tool_max_retries)
+        attempts = max(1, self.settings.tool_max_retries) if tool.idempotent else 1
         for attempt in range(1, attempts + 1):
             registry.note_attempt(call.tool_call_id)
             try:
@@ -226,14 +249,21 @@ class ToolExecutor:
                 await self._retry_prompt(call, tool, str(exc))
                 return
             except NON_RETRYABLE as exc:
-                await self._fatal(call, exc)
+                try:
+                    await self._fatal(call, exc)
+                except Exception as failure:  # an on_tool observer: noted, never masking ``exc``
+                    exc.add_note(
+                        f"harness: the on_tool hook failed on the result of tool call "
+                        f"{call.tool_call_id!r} while the run was stopping: {failure}"
+                    )
                 raise
             except Exception as exc:
-                if attempt < attempts:
+                transient = tool.is_transient(exc)
+                if transient and attempt < attempts:
                     await asyncio.sleep(self._backoff(attempt))
                     continue
                 error = f"{type(exc).__name__}: {exc}"
-                content = f"Tool {call.tool_name!r} failed after {attempts} attempt(s): {error}"
+                content = _failure_content(call.tool_name, error, attempt, transient=transient, tool=tool)
                 part = with_harness_mark(
                     ToolReturnPart(call.tool_call_id, call.tool_name, content, timestamp=_now()),
                     tool_error=True,

@@ -180,10 +180,14 @@ class RequestOrchestrator:
                 kind = "timeout"
             if self._aborted and isinstance(exc, asyncio.CancelledError):
                 kind = "abort"
-            self._recover(kind, exc)
-            await self._flush_events()
-            self._raise_for(kind, exc, timeout)
-            raise
+            notes = self._recover(kind, exc)
+            notes += await self._flush_events()
+            error = self._error_for(kind, exc, timeout)
+            for note in notes:  # on the error the caller sees, never lost on a chained cause
+                error.add_note(note)
+            if error is exc:
+                raise
+            raise error from exc
         finally:
             self._task = None
             _SESSIONS_IN_USE.discard(self.session)
@@ -352,8 +356,12 @@ class RequestOrchestrator:
         if self.session.path is not None:
             self.session.save()
 
-    def _recover(self, kind: _Kind, exc: BaseException) -> None:
-        """Repair and save the history after ``exc`` (synchronous: no await can interrupt it)."""
+    def _recover(self, kind: _Kind, exc: BaseException) -> list[str]:
+        """Repair and save the history after ``exc`` (synchronous: no await can interrupt it).
+
+        Returns:
+            Notes for the run's error: what else failed while recovering.
+        """
         history = self.history
         if self._batch is not None and answer_interrupted_batch(history, self._batch, self.executor.results):
             self.added += 1
@@ -371,28 +379,41 @@ class RequestOrchestrator:
         try:
             self._hand_over()
         except Exception as save_error:  # never mask the original error
-            exc.add_note(f"harness: saving the session after the failure also failed: {save_error}")
+            return [f"harness: saving the session after the failure also failed: {save_error}"]
+        return []
 
-    def _raise_for(self, kind: _Kind, exc: BaseException, timeout: float | None) -> None:
-        """Raise the run's typed error for ``exc`` (or return to re-raise it unchanged)."""
+    def _error_for(self, kind: _Kind, exc: BaseException, timeout: float | None) -> BaseException:
+        """The run's typed error for ``exc``: a new one to raise from it, or ``exc`` itself."""
         if kind == "timeout" and timeout is not None:
-            error = RequestTimeout(timeout)
+            error: RunError = RequestTimeout(timeout)
             error.session, error.state = self.session, self.ctx.run
-            raise error from exc
+            return error
         if self._aborted and isinstance(exc, asyncio.CancelledError):
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
             error = UserAbort("the run was aborted by the user; completed work was saved")
             error.session, error.state = self.session, self.ctx.run
-            raise error from exc
+            return error
         if isinstance(exc, RunError):
             exc.session, exc.state = self.session, self.ctx.run
+        return exc
 
-    async def _flush_events(self) -> None:
+    async def _flush_events(self) -> list[str]:
+        """Send the recovery's registry events to ``on_tool``; what observers raise becomes notes.
+
+        An observer failing here must not mask the run's error, and must not be lost: each
+        failure is returned as a note for the error the run raises (the failed event, the
+        plugin and its exception), and the remaining events are still sent.
+        """
         events, self._events = self._events, []
+        notes: list[str] = []
         for event in events:
             try:
                 await self._emit(event)
-            except Exception:  # observers must not mask the run's error
-                continue
+            except Exception as failure:  # a CapabilityError naming the plugin and its exception
+                notes.append(
+                    f"harness: the on_tool hook failed on the {event.kind!r} event of tool call "
+                    f"{event.record.tool_call_id!r} while the run recovered: {failure}"
+                )
+        return notes

@@ -34,7 +34,8 @@ class RunSettings:
         instructions: Dynamic instructions evaluated before every request, never stored.
         max_iterations: Maximum model requests per run.
         request_timeout: Seconds a whole run may take; ``None`` for no limit.
-        tool_max_retries: Attempts per call for transient tool failures.
+        tool_max_retries: Attempts per call for transient tool failures (see
+            :meth:`Tool.is_transient <harness.tools.tool.Tool.is_transient>`).
         tool_retry_budget: Consecutive retry prompts a tool may cause.
         max_parallel_tools: Maximum tool calls of one response running at once.
         max_empty_responses: Nudges after empty responses before failing.

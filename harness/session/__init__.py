@@ -105,12 +105,16 @@ def default_session_dir() -> Path:
 def project_id_for(directory: str | os.PathLike[str] | None = None) -> str:
     """First 16 hex digits of the sha256 of the git top-level folder (or of ``directory``)."""
     start = Path(directory) if directory is not None else Path.cwd()
-    return _project_id(str(start.resolve()))
+    try:
+        root = str(start.resolve())
+    except (OSError, ValueError, RuntimeError):  # not a path the OS can take (a NUL, a lone high surrogate)
+        root = os.path.abspath(start)
+    return _project_id(root)
 
 
 @functools.lru_cache(maxsize=64)
 def _project_id(root: str) -> str:
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
+    with contextlib.suppress(OSError, ValueError, subprocess.SubprocessError):
         completed = subprocess.run(
             ["git", "rev-parse", "--show-toplevel"],
             cwd=root,
@@ -121,7 +125,11 @@ def _project_id(root: str) -> str:
         )
         if completed.returncode == 0 and completed.stdout.strip():
             root = completed.stdout.strip()
-    return hashlib.sha256(root.encode()).hexdigest()[:16]
+    try:
+        raw = os.fsencode(root)  # a non-UTF-8 folder name hashes as its bytes on disk
+    except UnicodeEncodeError:
+        raw = root.encode("utf-8", "surrogatepass")
+    return hashlib.sha256(raw).hexdigest()[:16]
 
 
 def _optional_path(value: str | os.PathLike[str] | None) -> Path | None:
@@ -263,7 +271,18 @@ class Session:
         }
 
     def save(self, path: str | os.PathLike[str] | None = None, *, force: bool = False) -> Path:
-        """Write the session atomically (see the module docstring) and return the path.
+        r"""Write the session atomically (see the module docstring) and return the path.
+
+        A new session file is created with mode 0600 whatever the umask (conversations are
+        private data); an existing one keeps its mode. A symlink is written through (its
+        target is replaced, the link stays), and a target that is not a regular file
+        (FIFO, device, directory, dangling link) is refused. The previous version is kept
+        as the rolling ``<name>.bak`` (see :mod:`harness.session.files`).
+
+        Any text is stored losslessly: a lone surrogate (a non-UTF-8 file name from
+        ``os.listdir`` or ``os.fsdecode``) is written as a ``\u`` escape and the file stays
+        valid UTF-8. A non-finite float (``NaN``, ``Infinity``) is written as ``null``, as
+        :func:`~harness.wire.dump_messages` writes it (see :mod:`harness.wire.jsontext`).
 
         Args:
             path: Target file (default: :attr:`path`, or a new file in
@@ -273,7 +292,9 @@ class Session:
 
         Raises:
             SessionSaveError: The target failed to load earlier and ``force`` is false,
-                or the file cannot be written.
+                the file cannot be written, or a value cannot be written as JSON (an
+                arbitrary object in a tool result; the reason names the message, part
+                and field). Nothing is written then.
         """
         if path is not None:
             self.path = Path(path)
@@ -287,16 +308,44 @@ class Session:
                 "recovering; save elsewhere or pass force=True"
             )
         self.last_modified = _now()
-        data = json.dumps(self.to_dict(), ensure_ascii=False, indent=1).encode()
+        try:
+            data = self.to_bytes()
+        except SessionSaveError as exc:
+            raise SessionSaveError(f"cannot save session to {target}: {exc}") from exc.__cause__
         try:
             target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             if quarantined and target.exists():
                 os.replace(target, target.with_name(target.name + ".corrupt"))
-            atomic_write_bytes(target, data, backup=not quarantined)
+            atomic_write_bytes(
+                target, data, backup="none" if quarantined else "rolling", new_file_mode="private"
+            )
         except OSError as exc:
             raise SessionSaveError(f"cannot save session to {target}: {exc}") from exc
         _QUARANTINED.discard(_key(target))
         return target
+
+    def to_bytes(self) -> bytes:
+        r"""The session file's bytes, as :meth:`save` writes them (``harness compact`` too).
+
+        UTF-8 JSON of :meth:`to_dict`, indented by one space. Lone surrogates are written as
+        ``\u`` escapes (the bytes stay valid UTF-8) and non-finite floats as ``null``,
+        the rules of :mod:`harness.wire.jsontext`.
+
+        Raises:
+            SessionSaveError: A value cannot be written as JSON (an arbitrary object in a
+                tool result); the reason names the message, part and field.
+        """
+        from harness.wire import dump_messages, encode_json
+
+        try:
+            return encode_json(self.to_dict(), indent=1, ascii_only=False)
+        except (TypeError, ValueError, RecursionError, WireFormatError) as exc:
+            reason = str(exc)
+            try:
+                dump_messages(self.messages)  # names the message, part and field at fault
+            except WireFormatError as located:
+                reason = str(located)
+            raise SessionSaveError(f"cannot write the session as JSON: {reason}") from exc
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Session:
@@ -376,10 +425,14 @@ def _usage(file: Path, value: Any, version: int) -> Usage:
 def _session_from_bytes(file: Path, raw: bytes) -> Session:
     if not raw.strip():
         raise _load_error(file, "file is empty")
+    from harness.wire import decode_json
+
     try:
-        data = json.loads(raw)
+        data = decode_json(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise _load_error(file, f"not valid JSON (truncated or corrupt?): {exc}") from exc
+    except (ValueError, RecursionError) as exc:
+        raise _load_error(file, f"not valid JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise _load_error(file, f"top level must be a JSON object, got {type(data).__name__}")
     doc: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]

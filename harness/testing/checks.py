@@ -12,9 +12,10 @@ Errors (the manager rejects the plugin, or a hook would never run):
   reports the same thing after registration.
 * ``unknown_argument``: an implementation takes an argument the specification does not
   have (implementations may take *fewer*, never others).
-* ``wrapper_on_context_hook``: ``wrapper=True`` / ``hookwrapper=True`` on a hook the
-  manager awaits itself (``before_model_request``, ``after_node``, ``on_tool``,
-  ``on_compaction``): a wrapper cannot await across its ``yield``.
+* ``wrapper_on_context_hook``: ``wrapper=True`` / ``hookwrapper=True`` on any hook: the
+  manager calls every implementation itself (it awaits the context hooks, and a wrapper
+  cannot await across its ``yield``; it calls the decision hooks one at a time so that a
+  failure names its plugin).
 * ``async_not_awaited``: an ``async def`` implementation of a hook pluggy dispatches
   synchronously (``count_tokens`` and the other decision hooks): the coroutine would
   never run.
@@ -193,12 +194,17 @@ def _hook_problems(plugin: object, label: str, scratch: pluggy.PluginManager) ->
                     hook=hook,
                 )
             )
-        if hook in ASYNC_HOOKS and (opts.get("wrapper") or opts.get("hookwrapper")):
+        if opts.get("wrapper") or opts.get("hookwrapper"):
+            why = (
+                "harness awaits this hook itself and a wrapper cannot await across its yield"
+                if hook in ASYNC_HOOKS
+                else "harness calls each implementation of this hook itself, so that a failure names "
+                "its plugin"
+            )
             problems.append(
                 Problem(
                     "wrapper_on_context_hook",
-                    f"{label}.{attribute} is a wrapper implementation of {hook!r}; harness awaits this "
-                    "hook itself and a wrapper cannot await across its yield",
+                    f"{label}.{attribute} is a wrapper implementation of {hook!r}; {why}",
                     hook=hook,
                 )
             )

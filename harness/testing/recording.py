@@ -1,11 +1,10 @@
 """Record the hook calls a :class:`~harness.hooks.PluginManager` makes, and register plugins for a while.
 
-pluggy's ``add_hookcall_monitoring`` only sees hooks pluggy dispatches (``count_tokens``
-and other decision hooks). The context hooks (``before_model_request``, ``after_node``,
-``on_tool``, ``on_compaction``) are called by the manager itself, implementation by
-implementation, so :class:`HookRecorder` also wraps the manager's dispatch methods
+The manager calls every hook implementation itself (pluggy's ``add_hookcall_monitoring``
+sees none of them), so :class:`HookRecorder` wraps the manager's dispatch methods
 (``run_before_model_request``, ``run_compact``, ``notify_after_node``, ``notify_tool``,
-``notify_compaction``) and the ``ctx.report`` sink, on that one manager instance only::
+``notify_compaction``, ``count_tokens``, ``resolve_model``) and the ``ctx.report`` sink, on
+that one manager instance only (and still monitors ``pm.pluggy_manager.hook.<name>`` calls)::
 
     with HookRecorder(manager) as recorder:
         await agent.run("hi")          # an Agent(..., plugin_manager=manager)
@@ -41,6 +40,10 @@ _CONTEXT_METHODS: Mapping[str, tuple[str, tuple[str, ...]]] = {
     "notify_tool": ("on_tool", ("ctx", "event")),
     "notify_compaction": ("on_compaction", ("ctx", "event")),
 }
+_DECISION_METHODS: Mapping[str, tuple[str, ...]] = {
+    "count_tokens": ("text", "model_name"),
+    "resolve_model": ("model_string",),
+}
 
 
 @attrs.define
@@ -50,12 +53,12 @@ class HookCall:
     Attributes:
         hook: The hook's name, e.g. ``"before_model_request"``.
         kwargs: The hook's arguments by name (the live objects, not copies).
-        via: How it was dispatched: ``"pluggy"`` (``pm.hook.<name>``), ``"report"``
-            (``ctx.report`` during a run of the stack) or the manager method's name
-            (``"run_before_model_request"``, ``"run_compact"``, ``"notify_after_node"``...).
+        via: How it was dispatched: ``"pluggy"`` (``pm.pluggy_manager.hook.<name>``),
+            ``"report"`` (``ctx.report`` during a run of the stack) or the manager method's
+            name (``"run_before_model_request"``, ``"notify_after_node"``, ``"count_tokens"``...).
         messages: A copy of ``ctx.messages`` when the call started, if the hook has a
             context with messages (the history the implementations were given).
-        result: What the dispatch returned (pluggy hooks; ``None`` for context hooks).
+        result: What the dispatch returned (decision hooks; ``None`` for context hooks).
         error: The exception the dispatch raised, if any.
     """
 
@@ -87,7 +90,7 @@ class HookRecorder:
         self.manager = manager
         self.calls: list[HookCall] = []
         self._open: list[HookCall] = []
-        self._wrappers: dict[str, Callable[..., Awaitable[None]]] = {}
+        self._wrappers: dict[str, Callable[..., object]] = {}
         self._undo: Callable[[], None] | None = manager.pluggy_manager.add_hookcall_monitoring(
             self._before, self._after
         )
@@ -95,6 +98,10 @@ class HookRecorder:
             wrapper = self._wrap(method)
             self._wrappers[method] = wrapper
             setattr(manager, method, wrapper)
+        for method in _DECISION_METHODS:
+            decision = self._wrap_decision(method)
+            self._wrappers[method] = decision
+            setattr(manager, method, decision)
 
     # -- capture -------------------------------------------------------------------------
 
@@ -139,6 +146,25 @@ class HookRecorder:
             finally:
                 if sink_installed and isinstance(ctx, RequestContext):
                     ctx.on_event = previous
+
+        wrapper.__doc__ = getattr(original, "__doc__", None)
+        return wrapper
+
+    def _wrap_decision(self, method: str) -> Callable[..., object]:
+        original: Callable[..., object] = getattr(self.manager, method)
+        names = _DECISION_METHODS[method]
+
+        def wrapper(*args: Any, **kwargs: Any) -> object:
+            hook_kwargs = dict(zip(names, args, strict=False))
+            hook_kwargs.update((name, kwargs[name]) for name in names if name in kwargs)
+            call = HookCall(method, hook_kwargs, method)
+            self.calls.append(call)
+            try:
+                call.result = original(*args, **kwargs)
+            except BaseException as exc:
+                call.error = exc
+                raise
+            return call.result
 
         wrapper.__doc__ = getattr(original, "__doc__", None)
         return wrapper

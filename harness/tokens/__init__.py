@@ -44,10 +44,14 @@ histories are released when their first message dies.
 
 **Anchoring.** :meth:`TokenCounter.context_tokens` prefers the provider's own figure: the
 ``usage`` of the newest response that reports one, plus the local count of the messages
-after it. See that method for when the anchor is trusted.
+after it, plus the difference when the instructions sent now differ from those sent with
+that response's request (the ``instructions`` field, dynamic system prompts). See that
+method for when the anchor is trusted.
 
 Modules: :mod:`~harness.tokens.counter` (:class:`TokenCounter`),
-:mod:`~harness.tokens.counting` (what is counted, encodings). Counters are thread-safe.
+:mod:`~harness.tokens.counting` (what is counted, encodings); private ones count histories
+incrementally (``_incremental``, ``_snapshots``) and recognise changed instructions
+(``_instructions``). Counters are thread-safe.
 """
 
 from __future__ import annotations

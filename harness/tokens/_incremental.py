@@ -7,12 +7,16 @@ messages; an edit in the middle looks up only the messages between the common pr
 the common suffix, and reuses the suffix by shifting its running totals ("grafting").
 
 It also remembers which responses with usage can anchor a context estimate (see
-:meth:`HistoryIndex.context_tokens`).
+:meth:`HistoryIndex.context_tokens`), and the changes of the first request's dynamic system
+prompts (a re-evaluated prompt is new instructions, not an edit: the running totals shift
+and the change is recorded for the anchors sent before it).
 
 **Memory.** Nothing here keeps a history alive once its owner drops it. A snapshot holds
 its messages except the first, which it references weakly (a :class:`HeadRef` stands in
 for it in the list, so comparisons stay at C speed): when the first message dies, no live
-history can share a prefix with the snapshot, and the snapshot is released. Anchor marks
+history can share a prefix with the snapshot, and the snapshot is released. (When the
+first message is a request with dynamic system prompts, the second one plays that part,
+so that the first is still there when a re-evaluated copy replaces it.) Anchor marks
 reference their responses weakly. At most :data:`MAX_SNAPSHOTS` snapshots are kept (so
 histories that share one first-message object are held at most that many at a time), and
 at most ``anchor_limit`` anchor marks (an evicted mark only makes its response untrusted).
@@ -20,10 +24,8 @@ at most ``anchor_limit`` anchor marks (an evicted mark only makes its response u
 
 from __future__ import annotations
 
-__all__ = ["EDIT_SEARCHES", "MAX_SNAPSHOTS", "HeadRef", "HistoryIndex", "Snapshot"]
+__all__ = ["EDIT_SEARCHES", "MAX_SNAPSHOTS", "HistoryIndex"]
 
-import bisect
-import itertools
 import threading
 import weakref
 from collections import OrderedDict
@@ -34,6 +36,21 @@ from harness.core._sequences import common_prefix, common_suffix
 from harness.core.messages import CanonicalMessage
 from harness.errors import MessageError
 from harness.tokens._caches import IdentityCache
+from harness.tokens._instructions import (
+    change_since,
+    dynamic_parts,
+    instructions_only_change,
+    sent_instructions,
+)
+from harness.tokens._snapshots import (
+    EMPTY_SNAPSHOT,
+    Anchor,
+    AnchorRef,
+    HeadRef,
+    Snapshot,
+    extend_shifted,
+    snapshot_length,
+)
 
 MAX_SNAPSHOTS: Final = 8
 """How many counted histories are remembered."""
@@ -42,113 +59,6 @@ EDIT_SEARCHES: Final = 2
 """How many recent histories an edited history is compared with to find where it changed."""
 
 CountMessage = Callable[[CanonicalMessage], int]
-
-
-class HeadRef(weakref.ref[CanonicalMessage]):
-    """A weak reference to a snapshot's first message, standing in for it in the list.
-
-    It compares equal to whatever its message compares equal to (and to a ``HeadRef`` of an
-    equal message), so list comparisons of histories against a snapshot need no copy.
-    """
-
-    __slots__ = ()
-
-    def __eq__(self, other: object) -> bool:
-        target = self()
-        if target is None:
-            return False
-        if isinstance(other, HeadRef):
-            other = other()
-        return target is other or target == other
-
-    def __ne__(self, other: object) -> bool:
-        return not self.__eq__(other)
-
-    __hash__ = None  # pyright: ignore[reportAssignmentType]
-
-
-class Snapshot:
-    """A counted history and its running totals.
-
-    ``messages[0]`` is :attr:`head` (a :class:`HeadRef`), the others are the messages; read
-    one with :meth:`at`. ``prefix[i]`` is the token count of the first ``i`` messages;
-    ``instr[i]`` and ``anchor[i]`` are the indices of the newest request with instructions
-    and of the newest response with usage among them (-1 when none).
-    """
-
-    __slots__ = ("__weakref__", "anchor", "head", "instr", "messages", "prefix", "untrusted")
-
-    def __init__(
-        self,
-        head: HeadRef | None,
-        messages: list[CanonicalMessage],
-        prefix: list[int],
-        instr: list[int],
-        anchor: list[int],
-    ) -> None:
-        self.head = head
-        self.messages = messages
-        self.prefix = prefix
-        self.instr = instr
-        self.anchor = anchor
-        # Every anchor at an index in [untrusted[0], untrusted[1]) is known to be
-        # untrusted (trust never comes back), so grafting can skip them.
-        self.untrusted: tuple[int, int] = (0, 0)
-
-    def at(self, index: int) -> CanonicalMessage | None:
-        """The message at ``index`` (``None`` for the first once it died)."""
-        if index:
-            return self.messages[index]
-        return None if self.head is None else self.head()
-
-    def alive(self) -> bool:
-        """Whether the first message is still alive (an empty snapshot always is)."""
-        return self.head is None or self.head() is not None
-
-    def set_head(self, message: CanonicalMessage, callback: Callable[[HeadRef], None]) -> None:
-        """Make ``message`` (referenced weakly) the first message."""
-        self.head = HeadRef(message, callback)
-        self.messages[0] = cast(CanonicalMessage, self.head)
-
-
-EMPTY_SNAPSHOT: Final = Snapshot(None, [], [0], [-1], [-1])
-
-
-def _snapshot_length(snapshot: Snapshot) -> int:
-    return len(snapshot.messages)
-
-
-class _AnchorRef(weakref.ref[CanonicalMessage]):
-    """A weak reference to a response that remembers its ``id`` (the anchor map key)."""
-
-    __slots__ = ("key",)
-
-    key: int
-
-    def __new__(cls, message: CanonicalMessage, callback: Callable[[_AnchorRef], None]) -> _AnchorRef:
-        ref = super().__new__(cls, message, callback)
-        ref.key = id(message)
-        return ref
-
-    def __init__(self, message: CanonicalMessage, callback: Callable[[_AnchorRef], None]) -> None:
-        super().__init__(message, callback)  # pyright: ignore[reportCallIssue]
-
-
-class _Anchor:
-    """What is remembered about a response with usage.
-
-    ``home`` weakly references a snapshot (append-only) in which the response sits at
-    ``index`` after the history it was first seen with; ``trusted`` turns false for good
-    once that history is seen edited.
-    """
-
-    __slots__ = ("home", "index", "ref", "trusted")
-
-    def __init__(self, ref: _AnchorRef, trusted: bool, home: weakref.ref[Snapshot], index: int) -> None:
-        self.ref = ref
-        self.trusted = trusted
-        self.home = home
-        self.index = index
 
 
 @final
@@ -165,7 +75,7 @@ class HistoryIndex:
         self._anchor_limit = max(1, anchor_limit)
         self._snapshots: list[Snapshot] = []
         # id(response) -> what is known about it as an anchor; vanishes with the response.
-        self._anchors: OrderedDict[int, _Anchor] = OrderedDict()
+        self._anchors: OrderedDict[int, Anchor] = OrderedDict()
         self._lock = threading.RLock()
         self._depth = 0  # sync calls in progress (reentrant through a custom text counter)
         self._dead = False  # a snapshot's first message died; purge when no sync is running
@@ -176,7 +86,7 @@ class HistoryIndex:
             if index is not None:
                 index._head_died()  # pyright: ignore[reportPrivateUsage]
 
-        def anchor_died(ref: _AnchorRef) -> None:
+        def anchor_died(ref: AnchorRef) -> None:
             index = this()
             if index is not None:
                 entry = index._anchors.get(ref.key)  # pyright: ignore[reportPrivateUsage]
@@ -252,7 +162,11 @@ class HistoryIndex:
                         and self._anchor_valid(anchor, snapshot, anchor_index)
                     ):
                         after = snapshot.prefix[length] - snapshot.prefix[anchor_index + 1]
-                        return usage.request_tokens + usage.response_tokens + after
+                        removed, added = self._instructions_change(
+                            snapshot, length, anchor, anchor_index, count_instructions
+                        )
+                        anchored = usage.request_tokens + usage.response_tokens - removed
+                        return max(anchored, 0) + added + after
                     return self._total(snapshot, length, count_instructions)
                 finally:
                     self._leave()
@@ -303,6 +217,37 @@ class HistoryIndex:
                 total += count_instructions(instructions)
         return total
 
+    def _instructions_change(
+        self,
+        snapshot: Snapshot,
+        length: int,
+        anchor: CanonicalMessage,
+        anchor_index: int,
+        count_instructions: Callable[[str], int],
+    ) -> tuple[int, int]:
+        """Tokens of instructions sent with the anchor's request but not now, and the reverse.
+
+        The ``instructions`` field: those of the newest request now against those the anchor
+        was produced under (see :func:`~harness.tokens._instructions.sent_instructions`).
+        Dynamic system prompts: the net change seen since the anchor's request was counted.
+
+        Returns:
+            ``(removed, added)``, both non-negative.
+        """
+        change = change_since(snapshot.changed_at, snapshot.change_totals, anchor_index)
+        removed, added = (-change, 0) if change < 0 else (0, change)
+        now_index = snapshot.instr[length]
+        then_index = snapshot.instr[anchor_index]
+        if now_index == then_index and anchor.instructions is None:
+            return removed, added
+        now = snapshot.at(now_index) if now_index >= 0 else None
+        current = (now.instructions or "") if now is not None else ""
+        sent = sent_instructions(anchor, snapshot.at(then_index) if then_index >= 0 else None)
+        if current != sent:
+            added += count_instructions(current) if current else 0
+            removed += count_instructions(sent) if sent else 0
+        return removed, added
+
     def _anchor_valid(self, anchor: CanonicalMessage, snapshot: Snapshot, index: int) -> bool:
         """Whether ``anchor`` sits at ``index`` after the same history it was first seen with.
 
@@ -340,20 +285,31 @@ class HistoryIndex:
         # one counted, when messages were only appended).
         fast: Snapshot | None = None
         fast_length = 0
-        for snapshot in sorted(snapshots, key=_snapshot_length, reverse=True):
+        reinstructed = False  # ``fast`` matched but for the dynamic system prompts of its head
+        for snapshot in sorted(snapshots, key=snapshot_length, reverse=True):
             known = snapshot.messages
             k = len(known)
             # The identity check first: an equal-but-rebuilt history (e.g. reloaded from
             # disk) must not match by deep equality here, or every later call would repeat
             # that O(n) comparison; it goes through the branch below once instead, which
             # snapshots the new objects.
+            if not k or k > n:
+                continue
+            if new[k - 1] is snapshot.at(k - 1):
+                if new == known if k == n else new[:k] == known:
+                    fast, fast_length = snapshot, k
+                    break
+            elif k > 1:
+                continue
+            # The first request's dynamic system prompts were re-evaluated (pydantic-ai does
+            # so when a run starts): new instructions, not an edited history.
+            head = snapshot.at(0)
             if (
-                k
-                and k <= n
-                and new[k - 1] is snapshot.at(k - 1)
-                and (new == known if k == n else new[:k] == known)
+                head is not None
+                and instructions_only_change(head, first)
+                and (k == 1 or new[1:k] == known[1:k])
             ):
-                fast, fast_length = snapshot, k
+                fast, fast_length, reinstructed = snapshot, k, True
                 break
         # The history ``new`` derives from is the one sharing the longest prefix with it;
         # on a tie, the most recently counted one (so an edit is seen where it happened).
@@ -393,7 +349,9 @@ class HistoryIndex:
                 ):
                     best, best_common, best_position = snapshot, common, position
         if best is not None and best is fast:
-            if best.at(0) is not first:  # matched an equal first message: follow the caller's
+            if reinstructed:
+                self._reinstruct(best, first, n, count_message)
+            elif best.at(0) is not first:  # matched an equal first message: follow the caller's
                 best.set_head(first, self._head_callback)
             if fast_length < n:
                 self._extend(best, new, fast_length, count_message, edited=False)
@@ -408,17 +366,58 @@ class HistoryIndex:
         else:
             cut = best_common
             fresh = Snapshot(
-                None, new[:cut], best.prefix[: cut + 1], best.instr[: cut + 1], best.anchor[: cut + 1]
+                None,
+                new[:cut],
+                best.prefix[: cut + 1],
+                best.instr[: cut + 1],
+                best.anchor[: cut + 1],
+                # Changes reach only the anchors of the shared prefix (later ones are new).
+                [min(at, cut) for at in best.changed_at],
+                best.change_totals.copy(),
             )
             fresh.set_head(first, self._head_callback)
             suffix = common_suffix(new, best.messages, min(n, len(best.messages)) - cut)
             self._extend(fresh, new, cut, count_message, edited=True, trust_new=False, stop=n - suffix)
             if suffix:
                 self._graft(fresh, best, suffix, new[n - suffix :])
+                if fresh.weak == 0 and len(fresh.messages) > 1 and dynamic_parts(first):
+                    fresh.set_head(first, self._head_callback)  # the second is the sentinel now
             fresh.untrusted = (cut, n)
         snapshots.insert(0, fresh)
         del snapshots[MAX_SNAPSHOTS:]
         return fresh, n
+
+    def _reinstruct(
+        self, snapshot: Snapshot, head: CanonicalMessage, length: int, count_message: CountMessage
+    ) -> None:
+        """Make ``head``, the snapshot's first message with other dynamic system prompts, its first.
+
+        The running totals shift by the difference (at C speed) and the change is recorded
+        for the anchors among the first ``length`` messages of the history counted now: their
+        requests were sent with the old prompts. Anchors stay trusted.
+        """
+        old = snapshot.at(0)
+        assert old is not None  # instructions_only_change saw it alive
+        try:
+            delta = count_message(head) - count_message(old)
+        except MessageError as exc:
+            raise MessageError(f"messages[0]: {exc}") from exc
+        snapshot.set_head(head, self._head_callback)
+        if not delta:
+            return
+        prefix = snapshot.prefix
+        prefix[1:] = map(delta.__add__, prefix[1:])
+        at, totals = snapshot.changed_at, snapshot.change_totals
+        if at and at[-1] == length:
+            # A second change seen at the same length (two views of one history, with and
+            # without the prompts, counted in turn) reaches the same anchors: merge them.
+            totals[-1] += delta
+            if totals[-1] == (totals[-2] if len(totals) > 1 else 0):
+                at.pop()
+                totals.pop()
+        else:
+            at.append(length)
+            totals.append((totals[-1] if totals else 0) + delta)
 
     def _extend(
         self,
@@ -466,8 +465,8 @@ class HistoryIndex:
                 key = id(message)
                 entry = anchors.get(key)
                 if entry is None or entry.ref() is not message:
-                    ref = _AnchorRef(message, self._anchor_callback)
-                    anchors[key] = _Anchor(ref, trust_new, weakref.ref(snapshot), index)
+                    ref = AnchorRef(message, self._anchor_callback)
+                    anchors[key] = Anchor(ref, trust_new, weakref.ref(snapshot), index)
                     if len(anchors) > self._anchor_limit:
                         anchors.popitem(last=False)
                 elif edited:
@@ -478,6 +477,12 @@ class HistoryIndex:
             anchor.append(last_anchor)
         if start == 0 and known:
             snapshot.set_head(known[0], self._head_callback)
+        elif start == 1 and len(known) > 1 and snapshot.weak == 0:
+            # A second message arrived: a first one with dynamic prompts hands it the
+            # sentinel (see Snapshot).
+            first = snapshot.at(0)
+            if first is not None and dynamic_parts(first):
+                snapshot.set_head(first, self._head_callback)
 
     def _graft(
         self, snapshot: Snapshot, source: Snapshot, suffix: int, objects: list[CanonicalMessage]
@@ -496,8 +501,8 @@ class HistoryIndex:
         last_anchor = snapshot.anchor[-1]
         snapshot.messages.extend(objects)
         snapshot.prefix.extend(map(base.__add__, source.prefix[lo + 1 :]))
-        _extend_shifted(snapshot.instr, source.instr, lo, shift, last_instr)
-        _extend_shifted(snapshot.anchor, source.anchor, lo, shift, last_anchor)
+        extend_shifted(snapshot.instr, source.instr, lo, shift, last_instr)
+        extend_shifted(snapshot.anchor, source.anchor, lo, shift, last_anchor)
         anchors = self._anchors
         skip_from, skip_to = source.untrusted
         index = source.anchor[-1]
@@ -510,15 +515,3 @@ class HistoryIndex:
             if entry is not None and entry.ref() is message:
                 entry.trusted = False
             index = source.anchor[index]
-
-
-def _extend_shifted(target: list[int], source: list[int], lo: int, shift: int, before: int) -> None:
-    """Append ``source[lo + 1:]`` to ``target``: indices ``>= lo`` shifted down, older ones ``before``.
-
-    ``source`` is non-decreasing (each entry is the newest index of something at or before
-    its position), so the entries pointing before ``lo`` form a prefix of the slice, found
-    by bisection; the rest is shifted at C speed.
-    """
-    first_inside = bisect.bisect_left(source, lo, lo + 1)
-    target.extend(itertools.repeat(before, first_inside - lo - 1))
-    target.extend(map((-shift).__add__, source[first_inside:]))

@@ -209,6 +209,20 @@ class TokenCounter:
         The anchor already includes what local counting cannot see (tool definitions,
         provider framing, request-scoped parts).
 
+        It also includes the instructions sent with the anchored request; instructions that
+        changed since are counted as a difference:
+
+        * ``instructions`` (as :meth:`count_messages` counts them, the newest request's that
+          carries any): when those differ from the ones the anchored request was sent with
+          (the anchor's own ``instructions`` when it records them, otherwise the newest
+          request's before it), the new ones are added and the old ones subtracted; the
+          subtraction never takes the provider's figure below zero.
+        * dynamic system prompts (:class:`~harness.core.messages.SystemPromptPart` with a
+          ``dynamic_ref``): a first message that differs from the one last counted only in
+          those parts (pydantic-ai re-evaluates them when a run starts) is not an edit; the
+          tokens they changed by are added to anchors whose request was counted with the
+          old ones, with the same floor.
+
         The anchor is trusted only while the history before it is unchanged since this
         counter first saw that response. A response seen for the first time is trusted
         when it was appended to a known history or arrives in a history unrelated to any

@@ -1,10 +1,11 @@
-"""Tools: schema and validation, the run context a tool sees, and the tool-call lifecycle."""
+"""Tools: schema, validation and conversion, the run context a tool sees, the tool-call lifecycle."""
 
 from __future__ import annotations
 
 from harness.tools.context import RunContext, RunState
 from harness.tools.lifecycle import ToolCallRecord, ToolCallRegistry, ToolCallStatus, ToolEvent, ToolEventKind
 from harness.tools.tool import (
+    TRANSIENT_TOOL_ERRORS,
     Tool,
     as_tool,
     parse_google_docstring,
@@ -13,6 +14,7 @@ from harness.tools.tool import (
 )
 
 __all__ = [
+    "TRANSIENT_TOOL_ERRORS",
     "as_tool",
     "parse_google_docstring",
     "RunContext",

@@ -1,23 +1,31 @@
-"""Tools from plain Python functions: JSON schema, argument validation and the retry signal.
+"""Tools from plain Python functions: schema, validation, conversion, the retry policy.
 
 :meth:`Tool.from_function` reads a function's signature and Google-style docstring and
-builds the JSON schema the model sees. Arguments the model sends are validated against
-that schema *before* the function runs; a failure becomes a :class:`ToolArgumentsError`
-that the loop turns into a ``RetryPromptPart`` telling the model what to fix. A tool
-raises :class:`ToolRetry` to ask the model to try again with a message of its own.
+builds the JSON schema the model sees (:mod:`harness.tools.schema` lists the supported
+annotations, structures included). Arguments the model sends are validated against that
+schema *before* the function runs and converted to the annotated types
+(:mod:`harness.tools.conversion`); a failure becomes a :class:`ToolArgumentsError` that the
+loop turns into a ``RetryPromptPart`` telling the model what to fix. A tool raises
+:class:`ToolRetry` to ask the model to try again with a message of its own. A first
+parameter annotated :class:`~harness.tools.context.RunContext` receives the run context and
+is not part of the schema.
 
-Supported parameter annotations: ``str``, ``int``, ``float``, ``bool``, ``None``,
-``Any``, ``list[X]``, ``tuple[X, ...]``, ``dict[str, X]``, ``Literal[...]``, ``Enum``
-subclasses, ``X | None`` and unions of those. A first parameter annotated
-:class:`~harness.tools.context.RunContext` receives the run context and is not part of the
-schema.
+Failures and retries: an exception a tool raises is retried (up to the agent's
+``tool_max_retries`` attempts, with backoff) only when it is *transient*: a
+:data:`TRANSIENT_TOOL_ERRORS` (connection errors, timeouts) or one of the tool's
+``retry_on`` classes. Any other exception is deterministic (``ValueError``, ``KeyError``,
+``TypeError``...): running the call again would fail again, or repeat its side effects, so
+the model gets the error as the tool's result at once. A tool declared
+``idempotent=False`` is never re-run automatically, whatever the failure: the model is told
+that it failed and may have taken effect, and decides itself whether to call it again.
 """
 
 from __future__ import annotations
 
-from harness.errors import ToolArgumentsError, ToolDefinitionError
+from harness.errors import HarnessError, ToolArgumentsError, ToolDefinitionError
 
 __all__ = [
+    "TRANSIENT_TOOL_ERRORS",
     "Tool",
     "as_tool",
     "parse_google_docstring",
@@ -26,240 +34,64 @@ __all__ = [
 ]
 
 import asyncio
-import enum
 import functools
 import inspect
 import re
-import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, Union, get_args, get_origin
+from collections.abc import Callable, Mapping
+from typing import Any, Final
 
 import attrs
 
 from harness.core.model import ToolDefinition
 from harness.tools.context import RunContext
-
-# --------------------------------------------------------------------------- docstrings
-
-_SECTION = re.compile(
-    r"^(Args|Arguments|Parameters|Returns|Return|Raises|Yields|Examples?|Notes?|Attributes):\s*$"
+from harness.tools.conversion import argument_converter, conversion_problems, needs_conversion
+from harness.tools.docstrings import parse_google_docstring
+from harness.tools.schema import (
+    json_default,
+    matches_schema,
+    parameters_schema,
+    schema_for_annotation,
+    validate_arguments,
 )
-_PARAM = re.compile(r"^(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
 
-
-def parse_google_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into its description and per-parameter descriptions.
-
-    Returns:
-        ``(description, {param: description})``. The description is everything before the
-        first section header; continuation lines of a parameter are joined with spaces.
-    """
-    if not doc:
-        return "", {}
-    lines = inspect.cleandoc(doc).splitlines()
-    description: list[str] = []
-    params: dict[str, str] = {}
-    section: str | None = None
-    current: str | None = None
-    param_indent: int | None = None
-    for raw in lines:
-        stripped = raw.strip()
-        header = _SECTION.match(stripped)
-        if header and (raw == stripped):
-            section = header.group(1)
-            current = None
-            param_indent = None
-            continue
-        if section is None:
-            description.append(raw)
-            continue
-        if section not in ("Args", "Arguments", "Parameters") or not stripped:
-            continue
-        indent = len(raw) - len(raw.lstrip())
-        match = _PARAM.match(stripped)
-        if match and (param_indent is None or indent <= param_indent):
-            param_indent = indent
-            name = match.group(1).lstrip("*")
-            current = name
-            params[name] = match.group(3).strip()
-        elif current is not None:
-            params[current] = f"{params[current]} {stripped}".strip()
-    return "\n".join(description).strip(), params
-
-
-# --------------------------------------------------------------------------- schemas
-
-_PRIMITIVES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
-
-
-def schema_for_annotation(annotation: Any, *, where: str = "parameter") -> dict[str, Any]:
-    """Return the JSON schema of a parameter annotation.
-
-    Raises:
-        ToolDefinitionError: The annotation is not supported; the message names ``where``.
-    """
-    if annotation is inspect.Parameter.empty or annotation is Any:
-        return {}
-    if annotation is None or annotation is type(None):
-        return {"type": "null"}
-    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
-        values = [member.value for member in annotation]
-        return {"enum": values}
-    if annotation in _PRIMITIVES:
-        return {"type": _PRIMITIVES[annotation]}  # pyright: ignore[reportUnknownArgumentType]
-    origin = get_origin(annotation)
-    args = get_args(annotation)
-    if origin is Literal:
-        return {"enum": list(args)}
-    if origin in (Union, types.UnionType):
-        options = [schema_for_annotation(a, where=where) for a in args]
-        simple = [o.get("type") for o in options if set(o) == {"type"} and isinstance(o.get("type"), str)]
-        if len(simple) == len(options):
-            return {"type": simple}
-        return {"anyOf": options}
-    if origin in (list, Sequence, typing.Sequence) or annotation is list:
-        item = schema_for_annotation(args[0], where=where) if args else {}
-        return {"type": "array", "items": item} if item else {"type": "array"}
-    if origin is tuple or annotation is tuple:
-        if len(args) == 2 and args[1] is Ellipsis:
-            return {"type": "array", "items": schema_for_annotation(args[0], where=where)}
-        if args:
-            return {
-                "type": "array",
-                "prefixItems": [schema_for_annotation(a, where=where) for a in args],
-                "minItems": len(args),
-                "maxItems": len(args),
-            }
-        return {"type": "array"}
-    if origin in (dict, Mapping, typing.Mapping) or annotation is dict:
-        if args and args[0] is not str:
-            raise ToolDefinitionError(f"{where}: dict keys must be str for a JSON schema, got {args[0]!r}")
-        value = schema_for_annotation(args[1], where=where) if len(args) == 2 else {}
-        schema: dict[str, Any] = {"type": "object"}
-        if value:
-            schema["additionalProperties"] = value
-        return schema
-    raise ToolDefinitionError(f"{where}: unsupported annotation {annotation!r}")
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
-def _type_matches(value: Any, expected: str) -> bool:
-    actual = _json_type(value)
-    if expected == "number":
-        return actual in ("number", "integer")
-    if expected == "integer" and actual == "number":
-        return float(value).is_integer()
-    return actual == expected
-
-
-def _validate(value: Any, schema: Mapping[str, Any], path: str, errors: list[str]) -> None:
-    if not schema:
-        return
-    if "anyOf" in schema:
-        best: list[str] | None = None
-        for option in schema["anyOf"]:
-            trial: list[str] = []
-            _validate(value, option, path, trial)
-            if not trial:
-                return
-            option_type = option.get("type")
-            if best is None and isinstance(option_type, str) and _type_matches(value, option_type):
-                best = trial  # the option of the value's own type explains the problem best
-        if best is not None:
-            errors.extend(best)
-        else:
-            kinds = [str(o.get("type", o.get("enum", "?"))) for o in schema["anyOf"]]
-            errors.append(
-                f"{path}: expected one of {', '.join(kinds)}, got {_json_type(value)} {value!r:.60}"
-            )
-        return
-    if "enum" in schema and value not in schema["enum"]:
-        errors.append(f"{path}: {value!r} is not one of {list(schema['enum'])!r}")
-        return
-    expected = schema.get("type")
-    if expected is not None:
-        allowed = [expected] if isinstance(expected, str) else list(expected)
-        if not any(_type_matches(value, t) for t in allowed):
-            wanted = " or ".join(allowed)
-            errors.append(f"{path}: expected {wanted}, got {_json_type(value)} {value!r:.60}")
-            return
-    if isinstance(value, list | tuple):
-        items: list[Any] = list(value)  # pyright: ignore[reportUnknownArgumentType]
-        prefix = schema.get("prefixItems")
-        if prefix is not None:
-            if len(items) != len(prefix):
-                errors.append(f"{path}: expected {len(prefix)} items, got {len(items)}")
-                return
-            for index, (item, item_schema) in enumerate(zip(items, prefix, strict=True)):
-                _validate(item, item_schema, f"{path}[{index}]", errors)
-        elif "items" in schema:
-            for index, item in enumerate(items):
-                _validate(item, schema["items"], f"{path}[{index}]", errors)
-    elif isinstance(value, dict):
-        _validate_object(value, schema, path, errors)  # pyright: ignore[reportUnknownArgumentType]
-
-
-def _validate_object(
-    value: Mapping[str, Any], schema: Mapping[str, Any], path: str, errors: list[str]
-) -> None:
-    properties: Mapping[str, Any] = schema.get("properties", {})
-    prefix = f"{path}." if path else ""
-    for name in schema.get("required", ()):
-        if name not in value:
-            errors.append(f"{prefix}{name}: missing required argument")
-    extra = schema.get("additionalProperties", True)
-    for key, item in value.items():
-        if key in properties:
-            _validate(item, properties[key], f"{prefix}{key}", errors)
-        elif extra is False:
-            known = ", ".join(sorted(properties)) or "none"
-            errors.append(f"{prefix}{key}: unexpected argument (accepted: {known})")
-        elif isinstance(extra, Mapping):
-            _validate(item, extra, f"{prefix}{key}", errors)  # pyright: ignore[reportUnknownArgumentType]
-
-
-def validate_arguments(tool_name: str, args: Any, schema: Mapping[str, Any]) -> dict[str, Any]:
-    """Check ``args`` against an object ``schema``; return them as a dict.
-
-    Raises:
-        ToolArgumentsError: ``args`` is not an object or breaks the schema; every problem
-            is listed with its argument path.
-    """
-    if not isinstance(args, Mapping):
-        raise ToolArgumentsError(tool_name, [f"arguments must be a JSON object, got {_json_type(args)}"])
-    arguments: dict[str, Any] = dict(args)  # pyright: ignore[reportUnknownArgumentType]
-    errors: list[str] = []
-    _validate_object(arguments, schema, "", errors)
-    if errors:
-        raise ToolArgumentsError(tool_name, errors)
-    return arguments
-
-
-# --------------------------------------------------------------------------- tools
+TRANSIENT_TOOL_ERRORS: Final[tuple[type[Exception], ...]] = (ConnectionError, TimeoutError)
+"""Exceptions every tool's calls are retried on: the failure may pass (``ConnectionError``
+and its subclasses such as ``ConnectionResetError``, ``TimeoutError`` and so
+``asyncio.TimeoutError`` and ``socket.timeout``). A tool adds its own with ``retry_on``."""
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 
 
 def _is_run_context(annotation: Any) -> bool:
     return annotation is RunContext or annotation == "RunContext"
+
+
+def _exception_tuple(value: type[Exception] | tuple[type[Exception], ...]) -> tuple[type[Exception], ...]:
+    """``retry_on`` as a tuple; one class alone is accepted too."""
+    return (value,) if isinstance(value, type) else tuple(value)
+
+
+def _check_retry_on(instance: Tool, attribute: attrs.Attribute[Any], value: tuple[object, ...]) -> None:
+    del attribute
+    for cls in value:
+        if not (isinstance(cls, type) and issubclass(cls, Exception)):
+            raise ToolDefinitionError(
+                f"tool {instance.name!r}: retry_on takes Exception subclasses, got {cls!r}",
+                tool_name=instance.name,
+            )
+        if issubclass(cls, HarnessError):
+            raise ToolDefinitionError(
+                f"tool {instance.name!r}: retry_on cannot hold {cls.__name__}: harness errors (ToolRetry, "
+                "argument errors, aborts) have their own handling and are never retried",
+                tool_name=instance.name,
+            )
+    if value and not instance.idempotent:
+        raise ToolDefinitionError(
+            f"tool {instance.name!r}: retry_on has no effect on a tool declared idempotent=False, which is "
+            "never re-run automatically; drop one of them",
+            tool_name=instance.name,
+        )
 
 
 @attrs.frozen
@@ -273,7 +105,14 @@ class Tool:
         parameters_json_schema: JSON schema of the arguments (an ``object`` schema).
         takes_ctx: Whether the function's first parameter receives the :class:`RunContext`.
         retry_budget: Per-tool override of the agent's ``tool_retry_budget``.
-        converters: Per-argument converters applied after validation (e.g. to ``Enum``).
+        converters: Per-argument converters applied after validation (to ``int``, ``Enum``,
+            structures...). What one raises becomes a :class:`ToolArgumentsError` naming the
+            argument path.
+        retry_on: Exceptions of this tool that are transient too, retried like
+            :data:`TRANSIENT_TOOL_ERRORS` (e.g. ``(httpx.TransportError,)``).
+        idempotent: ``False`` for a tool whose calls must not be repeated (it writes,
+            sends, pays...): a failed call is never re-run automatically, not even after a
+            transient error; the model is told and may call it again.
     """
 
     name: str
@@ -283,6 +122,10 @@ class Tool:
     takes_ctx: bool = False
     retry_budget: int | None = None
     converters: Mapping[str, Callable[[Any], Any]] = attrs.field(factory=dict[str, Callable[[Any], Any]])
+    retry_on: tuple[type[Exception], ...] = attrs.field(
+        default=(), converter=_exception_tuple, validator=_check_retry_on
+    )
+    idempotent: bool = True
 
     @classmethod
     def from_function(
@@ -292,18 +135,23 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         retry_budget: int | None = None,
+        retry_on: type[Exception] | tuple[type[Exception], ...] = (),
+        idempotent: bool = True,
     ) -> Tool:
         """Build a tool from ``function``'s signature and Google-style docstring.
 
         Args:
             function: A sync or async function. Parameters need supported annotations
-                (see the module docstring); ``*args``/``**kwargs`` are refused.
+                (see :mod:`harness.tools.schema`); ``*args``/``**kwargs`` are refused.
             name: Tool name (default: the function's ``__name__``).
             description: Tool description (default: the docstring's description).
             retry_budget: Per-tool override of the agent's retry budget.
+            retry_on: Exceptions of this tool to retry as transient failures.
+            idempotent: ``False``: never re-run a failed call automatically.
 
         Raises:
-            ToolDefinitionError: The name is invalid or a parameter cannot be described.
+            ToolDefinitionError: The name is invalid, a parameter cannot be described, or
+                ``retry_on`` is invalid.
         """
         tool_name = name if name is not None else getattr(function, "__name__", "")
         if not _NAME.match(tool_name):
@@ -316,8 +164,7 @@ class Tool:
         except Exception as exc:  # unresolvable forward references
             raise ToolDefinitionError(f"tool {tool_name!r}: cannot resolve annotations: {exc}") from exc
         signature = inspect.signature(function)
-        properties: dict[str, Any] = {}
-        required: list[str] = []
+        parameters: list[tuple[str, Any, dict[str, Any], bool]] = []
         converters: dict[str, Callable[[Any], Any]] = {}
         takes_ctx = False
         for index, (pname, param) in enumerate(signature.parameters.items()):
@@ -329,33 +176,29 @@ class Tool:
                 raise ToolDefinitionError(f"tool {tool_name!r}: *args/**kwargs parameters are not supported")
             if param.kind is inspect.Parameter.POSITIONAL_ONLY:
                 raise ToolDefinitionError(f"tool {tool_name!r}: positional-only parameter {pname!r}")
-            schema = schema_for_annotation(annotation, where=f"tool {tool_name!r} parameter {pname!r}")
+            extra: dict[str, Any] = {}
             if param_docs.get(pname):
-                schema["description"] = param_docs[pname]
-            if param.default is inspect.Parameter.empty:
-                required.append(pname)
-            elif _json_type(param.default) in ("null", "boolean", "integer", "number", "string"):
-                schema["default"] = param.default
-            elif isinstance(param.default, enum.Enum):
-                schema["default"] = param.default.value
-            properties[pname] = schema
-            if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
-                converters[pname] = annotation
-        parameters: dict[str, Any] = {
-            "type": "object",
-            "properties": properties,
-            "additionalProperties": False,
-        }
-        if required:
-            parameters["required"] = required
+                extra["description"] = param_docs[pname]
+            required = param.default is inspect.Parameter.empty
+            if not required:
+                shown, default = json_default(param.default)
+                if shown:
+                    extra["default"] = default
+            parameters.append((pname, annotation, extra, required))
+        schema, _ = parameters_schema(parameters, f"tool {tool_name!r}")  # refuses what it cannot describe
+        for pname, annotation, _, _ in parameters:
+            if needs_conversion(annotation):
+                converters[pname] = argument_converter(annotation)
         return cls(
             name=tool_name,
             description=description if description is not None else doc_description,
             function=function,
-            parameters_json_schema=parameters,
+            parameters_json_schema=schema,
             takes_ctx=takes_ctx,
             retry_budget=retry_budget,
             converters=converters,
+            retry_on=retry_on,
+            idempotent=idempotent,
         )
 
     @property
@@ -363,17 +206,51 @@ class Tool:
         """The :class:`ToolDefinition` sent to the model."""
         return ToolDefinition(self.name, self.description, self.parameters_json_schema)
 
+    def is_transient(self, error: BaseException) -> bool:
+        """Whether ``error`` may pass on another attempt (see the module docstring)."""
+        return isinstance(error, TRANSIENT_TOOL_ERRORS + self.retry_on)
+
     def validate(self, args: Any) -> dict[str, Any]:
-        """Validate ``args`` (already parsed) and apply converters.
+        """Validate ``args`` (already parsed) and convert them to the annotated types.
 
         Raises:
-            ToolArgumentsError: The arguments break the schema.
+            ToolArgumentsError: The arguments break the schema, or a converter refused
+                them; every problem is listed with its argument path.
         """
-        arguments = validate_arguments(self.name, args, self.parameters_json_schema)
+        schema = self.parameters_json_schema
+        try:
+            arguments = validate_arguments(self.name, args, schema)
+        except ToolArgumentsError as invalid:
+            # Convert the arguments that are valid too, so one retry prompt lists every problem.
+            if not isinstance(args, Mapping):
+                raise
+            properties: Mapping[str, Any] = schema.get("properties", {})
+            defs: Mapping[str, Any] = schema.get("$defs", {})
+            given = typing.cast("Mapping[str, Any]", args)
+            valid = {
+                key: value
+                for key, value in given.items()
+                if key in self.converters and matches_schema(value, properties.get(key, {}), defs)
+            }
+            problems = [*invalid.errors, *self._convert(valid)]
+            raise ToolArgumentsError(self.name, problems) from None
+        problems = self._convert(arguments)
+        if problems:
+            raise ToolArgumentsError(self.name, problems)
+        return arguments
+
+    def _convert(self, arguments: dict[str, Any]) -> list[str]:
+        """Apply the converters to ``arguments`` in place; return the problems, with their paths."""
+        problems: list[str] = []
         for key, convert in self.converters.items():
             if key in arguments:
-                arguments[key] = convert(arguments[key])
-        return arguments
+                try:
+                    arguments[key] = convert(arguments[key])
+                except ToolArgumentsError as exc:
+                    problems.extend(exc.errors)
+                except Exception as exc:
+                    problems.extend(conversion_problems(exc, key))
+        return problems
 
     async def call(self, arguments: Mapping[str, Any], ctx: RunContext | None = None) -> Any:
         """Run the function with validated ``arguments``.

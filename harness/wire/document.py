@@ -14,11 +14,9 @@ __all__ = [
     "messages_to_jsonable",
 ]
 
-import contextlib
-import gc
 import json
-from collections.abc import Generator, Iterable
-from datetime import datetime
+import re
+from collections.abc import Callable, Iterable
 from typing import Any, Final, cast
 
 from cattrs.errors import BaseValidationError, StructureHandlerNotFoundError
@@ -26,8 +24,9 @@ from cattrs.errors import BaseValidationError, StructureHandlerNotFoundError
 from harness.core.messages import CanonicalMessage
 from harness.errors import MessageError, WireFormatError
 from harness.wire.conversion import MESSAGE_STRUCTURE, MESSAGE_UNSTRUCTURE
+from harness.wire.jsontext import DECODER, encode_json
 from harness.wire.legacy import legacy_thought
-from harness.wire.values import format_timestamp, is_array, is_object, relocated, type_name
+from harness.wire.values import is_array, relocated, type_name
 
 _UNEXPECTED_ERRORS: Final = (
     MessageError,
@@ -47,46 +46,15 @@ _UNEXPECTED_ERRORS: Final = (
 # ---------------------------------------------------------------------------------------
 
 
-def _reject_constant(name: str) -> Any:
-    raise WireFormatError(f"invalid JSON: {name} is not a JSON value")
-
-
-_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
-
-
-def _default(value: Any) -> Any:
-    if is_object(value):
-        return dict(value)
-    if isinstance(value, (tuple, set, frozenset)):
-        return list(cast("Iterable[Any]", value))
-    if isinstance(value, datetime):
-        return format_timestamp(value)
-    raise TypeError(f"a {type(value).__name__} is not JSON serializable")
-
-
-_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=_default)
-"""ASCII output (``\\u`` escapes): valid UTF-8, safe for lone surrogates, and faster in CPython."""
-
-
 def _parse(data: bytes | bytearray | memoryview | str) -> Any:
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        try:
-            text = bytes(data).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise WireFormatError(f"invalid UTF-8 at byte {exc.start}") from exc
-    else:
-        text = data
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    text = _text(data)
     try:
-        return _DECODER.decode(text)
+        return DECODER.decode(text)
     except json.JSONDecodeError as exc:
         raise WireFormatError(
             f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno} (char {exc.pos})"
         ) from exc
     except (ValueError, RecursionError) as exc:
-        if isinstance(exc, WireFormatError):
-            raise
         raise WireFormatError(f"invalid JSON: {exc}") from exc
 
 
@@ -98,7 +66,7 @@ def _locate_unserializable(items: list[dict[str, Any]], exc: Exception) -> WireF
                 for part_index, part in enumerate(value):
                     for part_key, part_value in part.items():
                         try:
-                            _ENCODER.encode(part_value)
+                            encode_json(part_value)
                         except (TypeError, ValueError, RecursionError) as inner:
                             return WireFormatError(
                                 f"cannot be written as JSON: {inner}",
@@ -108,7 +76,7 @@ def _locate_unserializable(items: list[dict[str, Any]], exc: Exception) -> WireF
                             )
                 continue
             try:
-                _ENCODER.encode(value)
+                encode_json(value)
             except (TypeError, ValueError, RecursionError) as inner:
                 return WireFormatError(
                     f"cannot be written as JSON: {inner}", message_index=message_index, field=key
@@ -121,31 +89,74 @@ def _locate_unserializable(items: list[dict[str, Any]], exc: Exception) -> WireF
 # ---------------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Generator[None]:
-    """Pause the cyclic garbage collector while a history is built.
+_SPACE: Final = re.compile(r"[ \t\n\r]*")
+_SEPARATOR: Final = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
 
-    Loading allocates hundreds of thousands of small, acyclic objects; each allocation
-    burst triggers collections that traverse everything already alive, which made a
-    10,000-message load twice as slow. Nothing built here forms a cycle, and the
-    collector is re-enabled (if it was enabled) however the load ends.
+
+def _text(data: bytes | bytearray | memoryview | str) -> str:
+    if isinstance(data, str):
+        text = data
+    else:
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise WireFormatError(f"invalid UTF-8 at byte {exc.start}") from exc
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _stream(text: str, thoughts: list[str] | None) -> list[CanonicalMessage] | None:
+    """Parse and load the array one message at a time; ``None`` when anything is amiss.
+
+    Each message's parsed JSON is dropped as soon as the message is built, so a load never
+    holds the whole document's JSON tree besides the history: less memory, and far fewer
+    objects for the garbage collector to traverse while the history is built (which is
+    what once made loading pause the collector process-wide). Any irregularity (a JSON
+    error, an invalid message) returns ``None`` and the caller takes the careful path,
+    which parses the whole document and locates the error.
     """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
+    scan = cast("Callable[[str, int], tuple[Any, int]]", DECODER.scan_once)  # pyright: ignore[reportAttributeAccessIssue,reportUnknownMemberType]
+    hook = MESSAGE_STRUCTURE
+    separator = _SEPARATOR.match
+    messages: list[CanonicalMessage] = []
+    append = messages.append
     try:
-        yield
-    finally:
-        gc.enable()
+        pos = _SPACE.match(text).end()  # pyright: ignore[reportOptionalMemberAccess]
+        if text[pos : pos + 1] != "[":
+            return None
+        pos = _SPACE.match(text, pos + 1).end()  # pyright: ignore[reportOptionalMemberAccess]
+        if text[pos : pos + 1] == "]":
+            pos += 1
+        else:
+            while True:
+                item, pos = scan(text, pos)
+                if thoughts is not None and (thought := legacy_thought(item)) is not None:
+                    thoughts.append(thought)
+                else:
+                    append(hook(item, CanonicalMessage))
+                found = separator(text, pos)
+                if found is None:
+                    return None
+                pos = found.end()
+                if found.group(1) == "]":
+                    break
+    except Exception:
+        return None
+    return messages if _SPACE.match(text, pos).end() == len(text) else None  # pyright: ignore[reportOptionalMemberAccess]
 
 
-def _document_items(data: Any) -> list[Any]:
+def _load_document(data: Any, thoughts: list[str] | None) -> list[CanonicalMessage]:
     if isinstance(data, (bytes, bytearray, memoryview, str)):
-        data = _parse(cast("bytes | str", data))
+        text = _text(cast("bytes | str", data))
+        found: list[str] | None = None if thoughts is None else []
+        messages = _stream(text, found)
+        if messages is not None:
+            if thoughts is not None and found:
+                thoughts.extend(found)
+            return messages
+        data = _parse(text)
     if not is_array(data):
         raise WireFormatError(f"a history must be a JSON array, got {type_name(data)}")
-    return cast("list[Any]", data)
+    return load_items(cast("list[Any]", data), thoughts)
 
 
 def load_items(items: list[Any], thoughts: list[str] | None) -> list[CanonicalMessage]:
@@ -191,7 +202,10 @@ def load_messages(data: bytes | bytearray | memoryview | str | list[Any]) -> lis
 
     Args:
         data: The document: UTF-8 JSON bytes, a JSON string, or a parsed JSON array.
-            A parsed list is not copied: the messages share its nested values.
+            A parsed list is not copied: the messages share its tool-call ``args``,
+            tool-return ``content`` and prompt content items (``extra`` and ``metadata``
+            are frozen copies). ``NaN`` and infinities read as ``null`` and escaped lone
+            surrogates are kept (see :mod:`harness.wire.jsontext`).
 
     Returns:
         The messages, in document order.
@@ -200,8 +214,7 @@ def load_messages(data: bytes | bytearray | memoryview | str | list[Any]) -> lis
         WireFormatError: The document is not valid JSON or not a valid history; the error
             names the message index, part index and field at fault.
     """
-    with _gc_paused():
-        return load_items(_document_items(data), None)
+    return _load_document(data, None)
 
 
 def load_messages_and_thoughts(
@@ -219,8 +232,7 @@ def load_messages_and_thoughts(
         WireFormatError: As for :func:`load_messages`.
     """
     thoughts: list[str] = []
-    with _gc_paused():
-        messages = load_items(_document_items(data), thoughts)
+    messages = _load_document(data, thoughts)
     return messages, thoughts
 
 
@@ -229,7 +241,8 @@ def messages_from_jsonable(items: list[Any]) -> list[CanonicalMessage]:
 
     Args:
         items: A list of message objects as :func:`messages_to_jsonable` returns them.
-            The messages share nested values (args, content, metadata) with ``items``.
+            The messages share tool-call ``args``, tool-return ``content`` and prompt
+            content items with ``items``.
 
     Returns:
         The messages, in order.
@@ -254,8 +267,10 @@ def messages_to_jsonable(messages: Iterable[CanonicalMessage]) -> list[dict[str,
         messages: The history.
 
     Returns:
-        One dict per message. Nested values (args, content, metadata) are shared with the
-        messages, not copied: do not mutate them.
+        One dict per message. Nested values are shared with the messages, not copied:
+        ``extra`` values and ``metadata`` are read-only (:class:`~harness.core.frozen.FrozenDict`,
+        :class:`~harness.core.frozen.FrozenList`, which JSON writes as objects and arrays);
+        do not mutate ``args`` or ``content`` either.
 
     Raises:
         WireFormatError: An element is not a :class:`~harness.core.messages.CanonicalMessage`
@@ -276,21 +291,22 @@ def messages_to_jsonable(messages: Iterable[CanonicalMessage]) -> list[dict[str,
 
 
 def dump_messages(messages: Iterable[CanonicalMessage]) -> bytes:
-    """Write a history as compact UTF-8 JSON that pydantic-ai's ``ModelMessagesTypeAdapter`` loads.
+    r"""Write a history as compact UTF-8 JSON that pydantic-ai's ``ModelMessagesTypeAdapter`` loads.
 
     Args:
         messages: The history.
 
     Returns:
-        The JSON document.
+        The JSON document, plain ASCII. Non-finite floats are written as ``null`` and lone
+        surrogates as ``\u`` escapes (see :mod:`harness.wire.jsontext`).
 
     Raises:
         WireFormatError: An element is not a message, or a value (tool arguments, tool-return
-            content, metadata, ...) cannot be written as JSON (for example ``NaN`` or an
-            arbitrary object); the error names the message, part and field.
+            content, metadata, ...) cannot be written as JSON (an arbitrary object, a
+            circular reference); the error names the message, part and field.
     """
     items = messages_to_jsonable(messages)
     try:
-        return _ENCODER.encode(items).encode("ascii")
+        return encode_json(items)
     except (TypeError, ValueError, RecursionError) as exc:
         raise _locate_unserializable(items, exc) from exc

@@ -98,7 +98,7 @@ def test_main_exits_130_when_interrupted(
     path = tmp_path / "h.json"
     path.write_bytes(GOOD)
 
-    def interrupt(_: Path) -> object:
+    def interrupt(_: Path, **_options: object) -> object:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(importlib.import_module("harness.cli.inspect_cmd"), "read_history_file", interrupt)
@@ -213,7 +213,7 @@ def test_stats_reports_every_file(runner: CliRunner, tmp_path: Path) -> None:
     assert "history.json" in result.output
     assert "other.json" in result.output
     assert "clean" in result.output
-    rows = json.loads(runner.invoke(cli, ["stats", "--json", str(first), str(second)]).stdout)
+    rows = json.loads(runner.invoke(cli, ["stats", "--json", str(first), str(second)]).stdout)["files"]
     assert [row["messages"] for row in rows] == [2, 4]
     assert rows[1]["tool_calls"] == 1
     assert rows[1]["violations"] == 0

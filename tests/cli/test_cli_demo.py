@@ -45,7 +45,7 @@ def test_demo_keeps_every_request_under_the_budget(demo_json: dict[str, Any]) ->
     rows = report["requests"]
     assert [row["index"] for row in rows] == list(range(1, len(rows) + 1))
     assert sum(row["tokens_with"] for row in rows) == report["total_tokens_with"]
-    strategies = {event.split(":")[0] for row in rows for event in row["events"]}
+    strategies = {event["capability"] for row in rows for event in row["events"]}
     assert {"dedupe_file_reads", "clear_tool_results", "tiered"} <= strategies
     assert "tiered[dedupe_file_reads" in report["stack"]
     assert "limit_warner" in report["stack"]

@@ -42,7 +42,7 @@ def runner() -> CliRunner:
 def test_plugins_json_describes_every_capability_plugin(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["plugins", "--json"])
     assert result.exit_code == 0, result.output
-    rows = {row["name"]: row for row in json.loads(result.stdout)}
+    rows = {row["name"]: row for row in json.loads(result.stdout)["plugins"]}
     for name, distribution in INSTALLED.items():
         row = rows[name]
         assert row["distribution"] == distribution
@@ -59,7 +59,9 @@ def test_plugins_json_describes_every_capability_plugin(runner: CliRunner) -> No
         "hooks",
         "experimental",
         "entry_point",
+        "error",
     }
+    assert all(row["error"] is None for row in rows.values())
 
 
 def test_plugins_table(runner: CliRunner) -> None:
@@ -73,13 +75,16 @@ def test_plugins_table(runner: CliRunner) -> None:
 
 def test_plugins_honours_the_environment_filters(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["plugins", "--json"], env={"HARNESS_DISABLE_PLUGINS": "summarizing,tiered"})
-    names = {row["name"] for row in json.loads(result.stdout)}
+    names = {row["name"] for row in json.loads(result.stdout)["plugins"]}
     assert names == set(INSTALLED) - {"summarizing", "tiered"}
     empty = runner.invoke(cli, ["plugins"], env={"HARNESS_LOAD_PLUGINS": ""})
     assert empty.exit_code == 0
     assert "no harness plugins installed" in empty.output
     assert (
-        json.loads(runner.invoke(cli, ["plugins", "--json"], env={"HARNESS_LOAD_PLUGINS": ""}).stdout) == []
+        json.loads(runner.invoke(cli, ["plugins", "--json"], env={"HARNESS_LOAD_PLUGINS": ""}).stdout)[
+            "plugins"
+        ]
+        == []
     )
 
 
@@ -110,7 +115,7 @@ def test_the_declaration_is_recorded_even_when_the_warning_is_silenced() -> None
 def test_hooks_json_lists_every_spec_with_kind_and_implementers(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["hooks", "--json"])
     assert result.exit_code == 0, result.output
-    rows = {row["name"]: row for row in json.loads(result.stdout)}
+    rows = {row["name"]: row for row in json.loads(result.stdout)["hooks"]}
     assert list(rows) == SPEC_NAMES
     for name, row in rows.items():
         spec = getattr(hookspecs, name)

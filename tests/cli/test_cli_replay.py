@@ -56,7 +56,7 @@ def test_replay_measures_each_request_with_and_without(runner: CliRunner, record
     assert rows[-1]["tokens_without"] == counter.count_messages(history[:-1])
     assert report["peak_tokens_without"] > 4000 >= report["peak_tokens_with"]
     assert report["total_tokens_with"] < report["total_tokens_without"]
-    assert any("dedupe_file_reads" in event for row in rows for event in row["events"])
+    assert any(event["capability"] == "dedupe_file_reads" for row in rows for event in row["events"])
     assert report["ok"] is True
     assert report["invariants_clean"] is True
 

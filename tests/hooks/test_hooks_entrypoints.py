@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -61,29 +60,6 @@ class Step(StepBase):
 # --------------------------------------------------------------------------------------
 # entry points
 # --------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def fixture_dists(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Make the fixture distributions the only ones entry-point discovery sees."""
-    monkeypatch.syspath_prepend(str(FIXTURES))
-    monkeypatch.delenv(entrypoints_module.LOAD_ENV, raising=False)
-    monkeypatch.delenv(entrypoints_module.DISABLE_ENV, raising=False)
-
-    def only_fixtures(*, group: str) -> importlib.metadata.EntryPoints:
-        found = [
-            ep
-            for dist in importlib.metadata.distributions(path=[str(FIXTURES)])
-            for ep in dist.entry_points
-            if ep.group == group
-        ]
-        return importlib.metadata.EntryPoints(found)
-
-    monkeypatch.setattr(importlib.metadata, "entry_points", only_fixtures)
-    yield
-    for module in list(sys.modules):
-        if module.startswith(("harness_fixture_good", "harness_fixture_broken")):
-            del sys.modules[module]
 
 
 GOOD = ["fixture_observer", "fixture_instance", "fixture_capability", "fixture_hooked_class"]

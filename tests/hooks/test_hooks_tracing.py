@@ -7,15 +7,13 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
-import pluggy
 import pytest
 
-from harness.capabilities import RequestContext
+from harness.capabilities import CompactionEvent, RequestContext
 from harness.core import CanonicalMessage, TextPart
-from harness.core.markers import PROJECT_NAME
 from harness.errors import CapabilityError
 from harness.hooks import TRACE_ENV, PluginManager, hookimpl
-from harness.hooks.tracing import make_trace, monitor_hookcalls, traced_step, tracing_requested
+from harness.hooks.tracing import TraceSinks, make_trace, traced_step, tracing_requested
 from harness.tokens import TokenCounter
 
 
@@ -74,40 +72,151 @@ def test_tracing_requested_reads_the_environment(
     assert tracing_requested() is expected
 
 
-def test_monitor_hookcalls_reports_callers_results_and_errors() -> None:
-    class Spec:
-        @pluggy.HookspecMarker(PROJECT_NAME)
-        def ask(self) -> object:  # pyright: ignore[reportReturnType]
-            """A test hook."""
-
+def test_decision_hooks_are_traced_with_their_callers_answer_and_failure() -> None:
     class Answer:
-        @pluggy.HookimplMarker(PROJECT_NAME)
-        def ask(self) -> object:
-            return 42
+        name = "answer"
+
+        @hookimpl
+        def count_tokens(self, text: str) -> int:
+            return len(text)
+
+    class Abstains:
+        name = "abstains"
+
+        @hookimpl
+        def count_tokens(self) -> None:
+            return None
 
     class Broken:
-        @pluggy.HookimplMarker(PROJECT_NAME)
-        def ask(self) -> object:
+        name = "broken"
+
+        @hookimpl
+        def count_tokens(self) -> int:
             raise ValueError("no")
 
     lines: list[str] = []
-    pm = pluggy.PluginManager(PROJECT_NAME)
-    pm.add_hookspecs(Spec)
-    monitor_hookcalls(pm, lines.append)
-    pm.hook.ask()
-    pm.register(Answer(), name="answer")
-    pm.hook.ask()
-    pm.register(Broken(), name="broken")
-    with pytest.raises(ValueError, match="no"):
-        pm.hook.ask()
-    assert lines == [
-        "ask -> (no implementation)",
-        "ask <- []",
-        "ask -> answer",
-        "ask <- [42]",
-        "ask -> answer, broken",
-        "ask <- ValueError",
+    pm = PluginManager()
+    pm.enable_tracing(lines.append)
+    assert pm.count_tokens("abc", None) is None
+    pm.register(Answer())
+    pm.register(Abstains())
+    assert pm.count_tokens("abc", None) == 3
+    pm.register(Broken())
+    with pytest.raises(CapabilityError):
+        pm.count_tokens("abc", None)
+    assert [line.removeprefix("harness-trace: ").rstrip("\n") for line in lines] == [
+        "count_tokens -> (no implementation)",
+        "count_tokens <- None",
+        "count_tokens -> abstains, answer",
+        "count_tokens <- 3",
+        "count_tokens -> broken, abstains, answer",
+        "count_tokens <- broken: raised ValueError",
     ]
+
+
+def test_trace_sinks_fan_out_and_each_undo_removes_its_writer() -> None:
+    first: list[str] = []
+    second: list[str] = []
+    sinks = TraceSinks()
+    assert sinks.trace is None
+    undo_first = sinks.add(first.append)
+    assert sinks.add(first.append) is not None  # the same writer again: still one writer
+    undo_second = sinks.add(second.append)
+    trace = sinks.trace
+    assert trace is not None
+    trace("one")
+    undo_first()
+    undo_first()  # a second call does nothing
+    trace = sinks.trace
+    assert trace is not None
+    trace("two")
+    undo_second()
+    assert sinks.trace is None
+    assert first == ["harness-trace: one\n"]
+    assert second == ["harness-trace: one\n", "harness-trace: two\n"]
+
+
+async def test_the_undo_enable_tracing_returns_stops_every_hook_trace() -> None:
+    class Everything:
+        name = "everything"
+
+        @hookimpl
+        def count_tokens(self, text: str) -> int:
+            return len(text)
+
+        @hookimpl
+        def resolve_model(self) -> None:
+            return None
+
+        @hookimpl
+        def before_model_request(self, ctx: RequestContext) -> None:
+            ctx.report(CompactionEvent("everything", "test", 1, 1, 1, 1))
+
+        @hookimpl
+        async def on_compaction(self) -> None:
+            await asyncio.sleep(0)
+
+        @hookimpl
+        def after_node(self) -> None:
+            pass
+
+        @hookimpl
+        async def on_tool(self) -> None:
+            await asyncio.sleep(0)
+
+    async def call_every_hook(pm: PluginManager) -> None:
+        pm.count_tokens("abc", None)
+        pm.resolve_model("x:y")
+        await pm.run_before_model_request(make_ctx())
+        await pm.run_compact(make_ctx())
+        await pm.notify_after_node(cast("Any", None), cast("Any", None))
+        await pm.notify_tool(cast("Any", None), cast("Any", None))
+        await pm.notify_compaction(make_ctx(), CompactionEvent("x", "test", 1, 1, 1, 1))
+
+    lines: list[str] = []
+    pm = PluginManager()
+    pm.register(Everything())
+    undo = pm.enable_tracing(lines.append)
+    await call_every_hook(pm)
+    traced = {line.split(" ")[1] for line in lines}
+    assert traced == {
+        "count_tokens",
+        "resolve_model",
+        "before_model_request",
+        "on_compaction",
+        "after_node",
+        "on_tool",
+    }
+    undo()
+    lines.clear()
+    await call_every_hook(pm)
+    assert lines == []
+    undo()  # harmless
+    again = pm.enable_tracing(lines.append)  # tracing can be turned on again
+    pm.count_tokens("abcd", None)
+    again()
+    pm.count_tokens("abcde", None)
+    assert lines == ["harness-trace: count_tokens -> everything\n", "harness-trace: count_tokens <- 4\n"]
+
+
+def test_undoing_a_writer_keeps_the_environment_tracing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class Counter:
+        @hookimpl
+        def count_tokens(self, text: str) -> int:
+            return len(text)
+
+    monkeypatch.setenv(TRACE_ENV, "1")
+    lines: list[str] = []
+    pm = PluginManager()
+    pm.register(Counter())
+    undo = pm.enable_tracing(lines.append)  # a writer of its own, beside stderr
+    pm.count_tokens("ab", None)
+    undo()
+    pm.count_tokens("abc", None)
+    assert lines == ["harness-trace: count_tokens -> Counter\n", "harness-trace: count_tokens <- 2\n"]
+    assert capsys.readouterr().err.count("harness-trace: count_tokens <- ") == 2
 
 
 def test_traced_step_reports_counts_and_duration() -> None:

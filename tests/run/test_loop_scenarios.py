@@ -395,7 +395,7 @@ async def test_transient_failures_retried_with_backoff_then_succeed() -> None:
         nonlocal attempts
         attempts += 1
         if attempts < 3:
-            raise OSError("network blip")
+            raise ConnectionResetError("network blip")
         return "ok"
 
     agent = Agent(

@@ -278,7 +278,7 @@ async def test_recorder_sees_context_hooks_reports_and_pluggy_hooks():
     assert [e.strategy for e in recorder.events()] == ["clip"]
     assert watcher.seen == ["clip"]  # the observer still ran
     assert (count.via, count.kwargs, count.result) == (
-        "pluggy",
+        "count_tokens",  # the manager calls the decision hooks itself
         {"text": "abc", "model_name": "gpt-4o"},
         None,
     )

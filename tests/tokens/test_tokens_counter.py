@@ -208,12 +208,18 @@ _new_message = st.builds(
     lambda kind, usage, instructions: (
         CanonicalMessage.request(UserPromptPart(f"q {next(_serial)}"), instructions=instructions)
         if kind == "request"
+        else CanonicalMessage.request(
+            # a first request as pydantic-ai re-evaluates it: the same prompt, other dynamic parts
+            SystemPromptPart(f"today {next(_serial) % 3}", dynamic_ref="today"),
+            UserPromptPart("the task"),
+        )
+        if kind == "dynamic"
         else CanonicalMessage.response(
             TextPart(f"a {next(_serial)}"),
             usage=Usage(request_tokens=usage, response_tokens=1) if usage else None,
         )
     ),
-    st.sampled_from(["request", "response"]),
+    st.sampled_from(["request", "response", "dynamic"]),
     st.sampled_from([0, 0, 500]),
     st.sampled_from([None, "be terse"]),
 )

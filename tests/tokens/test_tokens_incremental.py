@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.core import CanonicalMessage, TextPart, Usage, UserPromptPart
+from harness.core import CanonicalMessage, SystemPromptPart, TextPart, Usage, UserPromptPart
 from harness.tokens import PART_OVERHEAD, TokenCounter
 
 # --- incremental counting ----------------------------------------------------------------
@@ -42,6 +42,20 @@ def reference_count(counter: TokenCounter, messages: list[CanonicalMessage]) -> 
     return total
 
 
+def newest_text(messages: list[CanonicalMessage]) -> str:
+    """The instructions of the newest request that carries any (``""`` for none)."""
+    for message in reversed(messages):
+        if message.kind == "request" and message.instructions:
+            return message.instructions
+    return ""
+
+
+def newest_instructions(counter: TokenCounter, messages: list[CanonicalMessage]) -> int:
+    """Tokens of those instructions, counted like a part."""
+    text = newest_text(messages)
+    return counter.count_text(text) + PART_OVERHEAD if text else 0
+
+
 _new_message = st.builds(
     make_message,
     st.sampled_from(["request", "response"]),
@@ -63,13 +77,21 @@ _operation = st.one_of(
     initial=st.lists(_new_message, min_size=1, max_size=12),
     operations=st.lists(_operation, max_size=25),
     as_tuple=st.booleans(),
+    dynamic_first=st.booleans(),
 )
 def test_incremental_counts_match_from_scratch(
-    initial: list[CanonicalMessage], operations: list[tuple[str, Any, Any]], as_tuple: bool
+    initial: list[CanonicalMessage],
+    operations: list[tuple[str, Any, Any]],
+    as_tuple: bool,
+    dynamic_first: bool,
 ) -> None:
     counter = TokenCounter(text_counter=len)
     reference = TokenCounter(text_counter=len)
     history = list(initial)
+    if dynamic_first:  # the second message is then what frees the history (see Snapshot)
+        history[0] = CanonicalMessage.request(
+            SystemPromptPart("today is Monday", dynamic_ref="today"), UserPromptPart("the task")
+        )
     # trusted[id] models the anchor rule: appended responses are trusted; an edit at or
     # before a response's index (or replacing/inserting it) makes it untrusted for good.
     trusted: dict[int, bool] = {id(m): True for m in history}
@@ -86,7 +108,12 @@ def test_incremental_counts_match_from_scratch(
             usage = messages[a].usage
             assert usage is not None
             after = sum(reference.count_message(m) for m in messages[a + 1 :])
-            expected = usage.request_tokens + usage.response_tokens + after
+            # The instructions sent now replace those the anchor's request was sent with.
+            removed = added = 0
+            if newest_text(messages) != newest_text(messages[:a]):
+                removed = newest_instructions(reference, messages[:a])
+                added = newest_instructions(reference, messages)
+            expected = max(usage.request_tokens + usage.response_tokens - removed, 0) + added + after
         assert counter.context_tokens(given_messages) == expected
 
     def untrust_from(index: int) -> None:

@@ -163,7 +163,7 @@ VALID_CASES: list[tuple[dict[str, Any], dict[str, Any]]] = [
     ({"query": "q", "tags": None}, {"query": "q", "tags": None}),
     ({"query": "q", "tags": ["a", "b"]}, {"query": "q", "tags": ["a", "b"]}),
     ({"query": "q", "weights": {"a": 1.5}}, {"query": "q", "weights": {"a": 1.5}}),
-    ({"query": "q", "pair": [1, "x"]}, {"query": "q", "pair": [1, "x"]}),
+    ({"query": "q", "pair": [1, "x"]}, {"query": "q", "pair": (1, "x")}),
 ]
 
 

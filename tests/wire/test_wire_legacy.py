@@ -16,7 +16,7 @@ def test_legacy_entries() -> None:
     doc = [
         {"content": "hello"},
         {"thought": "thinking..."},
-        {"content": ["a", {"kind": "image-url", "url": "u"}], "role": "user"},
+        {"content": ["a", {"kind": "image-url", "url": "u"}], "origin": "user"},
         {"kind": "response", "parts": [{"part_kind": "text", "content": "hi"}]},
         {"thought": "second"},
     ]
@@ -25,7 +25,7 @@ def test_legacy_entries() -> None:
         CanonicalMessage.user("hello"),
         CanonicalMessage.response(ThoughtPart("thinking...")),
         CanonicalMessage.request(
-            UserPromptPart(("a", {"kind": "image-url", "url": "u"})), extra={"role": "user"}
+            UserPromptPart(("a", {"kind": "image-url", "url": "u"})), extra={"origin": "user"}
         ),
         CanonicalMessage.response(TextPart("hi")),
         CanonicalMessage.response(ThoughtPart("second")),

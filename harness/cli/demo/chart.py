@@ -12,6 +12,7 @@ from harness.errors import PlotUnavailableError
 __all__ = [
     "PLOT_INSTALL_HINT",
     "comparison_table",
+    "event_lines",
     "require_matplotlib",
     "summary_line",
     "terminal_chart",
@@ -22,11 +23,11 @@ import importlib
 from pathlib import Path
 from types import ModuleType
 
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from harness.cli.demo.measure import Comparison
+from harness.cli._json import percent, saved_words
+from harness.cli.demo.measure import Comparison, describe_event
 
 PLOT_INSTALL_HINT = "pip install 'harness-loop[plot]'"
 """How to install what :func:`write_png` needs."""
@@ -72,13 +73,21 @@ def _buckets(comparison: Comparison, max_rows: int) -> list[tuple[str, int, int,
     return out
 
 
-def terminal_chart(comparison: Comparison, *, width: int = 48, max_rows: int = 40) -> Text:
+_FIGURES = len(f" {0:>7,} / {0:>7,}")
+_COMPACTED = "  ← compacted"
+
+
+def terminal_chart(
+    comparison: Comparison, *, width: int = 48, max_rows: int = 40, columns: int | None = None
+) -> Text:
     """Horizontal bars per request: tokens sent with the stack, and the extra without it.
 
     Args:
         comparison: The measured runs.
         width: Characters of the longest bar.
         max_rows: More requests than this are grouped (each row shows a group's maximum).
+        columns: The width of the output (e.g. ``console.width``): bars are shortened so
+            that every row fits it (down to 10 characters).
 
     Returns:
         A rich :class:`~rich.text.Text` (plain characters when printed to a file).
@@ -87,6 +96,8 @@ def terminal_chart(comparison: Comparison, *, width: int = 48, max_rows: int = 4
     scale_max = max(comparison.peak_without, comparison.peak_with, budget or 0, 1)
     rows = _buckets(comparison, max_rows)
     label_width = max((len(label) for label, *_ in rows), default=1)
+    if columns is not None:
+        width = max(10, min(width, columns - label_width - 2 - _FIGURES - len(_COMPACTED)))
     chart = Text()
     legend = f"tokens sent per request: {_FULL} with the stack, {_SHADE} more without it"
     if budget is not None:
@@ -109,7 +120,7 @@ def terminal_chart(comparison: Comparison, *, width: int = 48, max_rows: int = 4
                 chart.append(" ")
         chart.append(f" {with_tokens:>7,} / {without_tokens:>7,}")
         if had_events:
-            chart.append("  ← compacted", style="cyan")
+            chart.append(_COMPACTED, style="cyan")
         chart.append("\n")
     return chart
 
@@ -152,7 +163,7 @@ def write_png(comparison: Comparison, path: Path, *, title: str = "Tokens sent p
         axes.set_ylabel("tokens sent")
         axes.set_title(
             f"{title}: {comparison.total_with:,} vs {comparison.total_without:,} tokens "
-            f"({comparison.saved_fraction:.0%} saved)",
+            f"({_saved_short(comparison)})",
             fontsize=10,
         )
         axes.set_ylim(bottom=0)
@@ -167,8 +178,20 @@ def write_png(comparison: Comparison, path: Path, *, title: str = "Tokens sent p
 
 
 def comparison_table(comparison: Comparison) -> Table:
-    """The with/without table: one row per request, then the totals."""
-    table = Table("request", "messages", "tokens without", "tokens with", "saved", "compaction before it")
+    """The with/without table: one row per request, then the totals.
+
+    ``edits`` counts the compaction edits made before the request (a roll-up event, which
+    repeats its tiers' edits, is not counted); :func:`event_lines` describes them.
+    """
+    table = Table(
+        "request",
+        "messages",
+        "without",
+        "with",
+        "saved",
+        "edits",
+        title="tokens sent per request, without and with the stack",
+    )
     for row in comparison.requests:
         over = comparison.budget is not None and row.tokens_with > comparison.budget
         table.add_row(
@@ -177,7 +200,7 @@ def comparison_table(comparison: Comparison) -> Table:
             f"{row.tokens_without:,}",
             f"[red]{row.tokens_with:,}[/red]" if over else f"{row.tokens_with:,}",
             f"{row.saved:,}",
-            escape("; ".join(row.events)) or "-",
+            str(row.edits) if row.events else "-",
         )
     table.add_section()
     table.add_row(
@@ -185,11 +208,20 @@ def comparison_table(comparison: Comparison) -> Table:
         "",
         f"{comparison.total_without:,}",
         f"{comparison.total_with:,}",
-        f"{comparison.saved:,} ({comparison.saved_fraction:.0%})",
-        f"{comparison.event_count} events",
+        f"{comparison.saved:,} ({_saved_short(comparison)})",
+        str(comparison.edit_count),
     )
     table.add_row("peak", "", f"{comparison.peak_without:,}", f"{comparison.peak_with:,}", "", "")
     return table
+
+
+def event_lines(comparison: Comparison) -> list[str]:
+    """One line per compaction event: ``before request 7: clear_tool_results: 13→13 messages, ...``."""
+    return [
+        f"before request {row.index}: {describe_event(event)}"
+        for row in comparison.requests
+        for event in row.events
+    ]
 
 
 def summary_line(comparison: Comparison) -> str:
@@ -198,12 +230,40 @@ def summary_line(comparison: Comparison) -> str:
     within = (
         f"; every request within the {budget:,}-token budget"
         if budget is not None and not comparison.over_budget
-        else f"; requests over the {budget:,}-token budget: {', '.join(map(str, comparison.over_budget))}"
+        else f"; requests over the {budget:,}-token budget: {_ranges(comparison.over_budget)}"
         if budget is not None
         else ""
     )
-    return (
+    line = (
         f"{len(comparison.requests)} requests: {comparison.total_with:,} input tokens with the stack vs "
-        f"{comparison.total_without:,} without ({comparison.saved_fraction:.0%} saved); peak "
-        f"{comparison.peak_with:,} vs {comparison.peak_without:,}{within}"
+        f"{comparison.total_without:,} without, {saved_words(comparison.saved, comparison.saved_fraction)}; "
+        f"peak {comparison.peak_with:,} vs {comparison.peak_without:,}{within}"
     )
+    if comparison.first_request_over_budget and budget is not None:
+        first = comparison.requests[0].tokens_with
+        line += (
+            f"\nthe first request alone holds {first:,} tokens, over the {budget:,}-token budget: it has "
+            "nothing a capability may remove (the system prompt, the tools and the first prompt), so no "
+            f"stack can fit it; give a budget of at least {first:,}"
+        )
+    return line
+
+
+def _ranges(numbers: tuple[int, ...]) -> str:
+    """``1, 3, 4, 5, 9`` as ``"1, 3-5, 9"``."""
+    spans: list[list[int]] = []
+    for number in numbers:
+        if spans and number == spans[-1][1] + 1:
+            spans[-1][1] = number
+        else:
+            spans.append([number, number])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def _saved_short(comparison: Comparison) -> str:
+    """``"12% saved"``, ``"3% added"`` or ``"nothing saved"``: never ``"-0% saved"``."""
+    if comparison.saved > 0:
+        return f"{percent(comparison.saved_fraction)} saved"
+    if comparison.saved < 0:
+        return f"{percent(comparison.saved_fraction)} added"
+    return "nothing saved"

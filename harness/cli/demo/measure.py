@@ -24,6 +24,7 @@ from typing import Any
 import attrs
 
 from harness.capabilities.context import CompactionEvent, RequestContext
+from harness.cli._json import edit_count, event_json, is_rollup
 from harness.core.markers import hookimpl
 from harness.core.nodes import Node
 from harness.tokens import TokenCounter
@@ -31,9 +32,14 @@ from harness.tools.context import RunContext
 
 
 def describe_event(event: CompactionEvent) -> str:
-    """One line for a compaction event: strategy, messages and tokens before and after."""
+    """One line for a compaction event: strategy, messages and tokens before and after.
+
+    A roll-up (see :func:`~harness.cli._json.is_rollup`) says so: its figures sum up the
+    edits reported before it.
+    """
+    name = f"{event.strategy} (roll-up of the edits above)" if is_rollup(event) else event.strategy
     text = (
-        f"{event.strategy}: {event.messages_before}→{event.messages_after} messages, "
+        f"{name}: {event.messages_before}→{event.messages_after} messages, "
         f"{event.tokens_before:,}→{event.tokens_after:,} tokens"
     )
     cleared = len(event.cleared_tool_call_ids)
@@ -123,7 +129,7 @@ class ComparedRequest:
         messages_with: Messages the run with the stack sent.
         tokens_without: Tokens the run without the stack sent.
         tokens_with: Tokens the run with the stack sent.
-        events: Descriptions of the compaction events before this request.
+        events: The compaction events reported while preparing this request (with the stack).
     """
 
     index: int
@@ -131,7 +137,12 @@ class ComparedRequest:
     messages_with: int
     tokens_without: int
     tokens_with: int
-    events: tuple[str, ...] = ()
+    events: tuple[CompactionEvent, ...] = ()
+
+    @property
+    def edits(self) -> int:
+        """Compaction edits before this request (a roll-up is not counted again)."""
+        return edit_count(self.events)
 
     @property
     def saved(self) -> int:
@@ -185,9 +196,19 @@ class Comparison:
         return self.saved / self.total_without if self.total_without else 0.0
 
     @property
-    def event_count(self) -> int:
-        """Compaction events over the run."""
-        return sum(len(r.events) for r in self.requests)
+    def edit_count(self) -> int:
+        """Compaction edits over the run; a roll-up event repeats its tiers' edits and is not counted."""
+        return sum(r.edits for r in self.requests)
+
+    @property
+    def first_request_over_budget(self) -> bool:
+        """The first request alone is over the budget: no stack can fit it.
+
+        The first request holds nothing a capability may edit (the system prompt, the
+        tools and the first prompt), so the budget itself is too small.
+        """
+        first = self.requests[0] if self.requests else None
+        return self.budget is not None and first is not None and first.tokens_with > self.budget
 
     @property
     def over_budget(self) -> tuple[int, ...]:
@@ -201,7 +222,17 @@ class Comparison:
         return {
             "budget": self.budget,
             "requests": [
-                {**attrs.asdict(r), "events": list(r.events), "saved": r.saved} for r in self.requests
+                {
+                    "index": r.index,
+                    "messages_without": r.messages_without,
+                    "messages_with": r.messages_with,
+                    "tokens_without": r.tokens_without,
+                    "tokens_with": r.tokens_with,
+                    "saved": r.saved,
+                    "edits": r.edits,
+                    "events": [event_json(e) for e in r.events],
+                }
+                for r in self.requests
             ],
             "total_tokens_without": self.total_without,
             "total_tokens_with": self.total_with,
@@ -209,8 +240,9 @@ class Comparison:
             "saved_fraction": round(self.saved_fraction, 4),
             "peak_tokens_without": self.peak_without,
             "peak_tokens_with": self.peak_with,
-            "event_count": self.event_count,
+            "edit_count": self.edit_count,
             "over_budget": list(self.over_budget),
+            "first_request_over_budget": self.first_request_over_budget,
             "unpaired_requests": self.unpaired,
         }
 
@@ -230,7 +262,7 @@ def compare(
             messages_with=stacked.messages,
             tokens_without=plain.tokens,
             tokens_with=stacked.tokens,
-            events=tuple(describe_event(e) for e in stacked.events),
+            events=stacked.events,
         )
         for index, (plain, stacked) in enumerate(zip(without, with_stack, strict=False), start=1)
     )

@@ -27,7 +27,9 @@ __all__ = [
     "use_structural_digest",
 ]
 
+import contextlib
 import importlib
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -124,7 +126,8 @@ class DemoReport:
         output_without: The final answer of the run without the stack.
         tool_calls: Tool calls the agent made (counted in the uncompacted run).
         invariants_clean: The saved history breaks no invariant.
-        session_path: Where the session was saved.
+        session_path: Where the session was saved, or ``None`` when it went to a temporary
+            folder, removed once checked.
         session_roundtrip: The saved session reloads with identical messages.
     """
 
@@ -135,7 +138,7 @@ class DemoReport:
     output_without: str | None
     tool_calls: int
     invariants_clean: bool
-    session_path: Path
+    session_path: Path | None
     session_roundtrip: bool
 
     @property
@@ -159,7 +162,7 @@ class DemoReport:
             "same_answer_without_stack": self.output == self.output_without,
             "tool_calls": self.tool_calls,
             "invariants_clean": self.invariants_clean,
-            "session_path": str(self.session_path),
+            "session_path": None if self.session_path is None else str(self.session_path),
             "session_roundtrip": self.session_roundtrip,
             "ok": self.ok,
         }
@@ -170,7 +173,7 @@ async def run_demo(
     root: Path,
     capabilities: Sequence[object],
     budget: int,
-    session_dir: Path,
+    session_dir: Path | None = None,
     prompt: str = DEMO_PROMPT,
     on_request: Callable[[RequestMeasure, RequestMeasure | None], None] | None = None,
     on_event: Callable[[CompactionEvent], None] | None = None,
@@ -181,7 +184,8 @@ async def run_demo(
         root: The folder the agent explores (its tools are confined to it).
         capabilities: The stack (built for ``budget``).
         budget: The context window the scripted model reports.
-        session_dir: Where the session of the run with the stack is saved.
+        session_dir: Where the session of the run with the stack is saved; ``None``: a
+            temporary folder, removed once the saved session was reloaded and compared.
         prompt: The task.
         on_request: Called after each request of the run with the stack, with its measure
             and the same request's measure without the stack.
@@ -208,10 +212,17 @@ async def run_demo(
     meter = RequestMeter(counter, on_request=forward, on_event=on_event)
     model = agent_module.scripted_model(context_window=budget)
     agent = agent_module.build_agent(model, root=root, stack=capabilities, plugin_manager=_manager(meter))
-    session = Session.create(session_dir, current_model=model.model_name, working_directory=str(root))
-    result = await agent.run(prompt, session=session)
-    path = session.save()
-    reloaded = Session.load(path)
+    with contextlib.ExitStack() as cleanup:
+        directory = session_dir
+        if directory is None:
+            temporary = cleanup.enter_context(
+                tempfile.TemporaryDirectory(prefix="harness-demo-", ignore_cleanup_errors=True)
+            )
+            directory = Path(temporary)
+        session = Session.create(directory, current_model=model.model_name, working_directory=str(root))
+        result = await agent.run(prompt, session=session)
+        path = session.save()
+        roundtrip = Session.load(path).messages == session.messages
     calls = sum(len(m.tool_calls) for m in plain.all_messages if m.kind == "response")
     return DemoReport(
         root=root,
@@ -221,8 +232,8 @@ async def run_demo(
         output_without=plain.output,
         tool_calls=calls,
         invariants_clean=not check_invariants(session.messages, persisted=True),
-        session_path=path,
-        session_roundtrip=reloaded.messages == session.messages,
+        session_path=path if session_dir is not None else None,
+        session_roundtrip=roundtrip,
     )
 
 

@@ -35,6 +35,12 @@ Running a capability stack:
   for ``pydantic_ai.capabilities.ProcessHistory``. pydantic-ai stores a history
   processor's output as the run's history, so request-scoped parts are stored too; the
   processor removes the ones it added on the next request (they carry a harness mark).
+* Both hand the stack the pydantic-ai run's usage, request count and request limit
+  (:func:`run_limits`: ``RunContext.usage`` becomes ``RequestContext.usage`` and
+  ``requests``; ``UsageLimits.request_limit``, 50 by default, becomes ``max_iterations``,
+  since pydantic-ai has no iteration limit of its own), so a limit warner's iteration and
+  total-token warnings fire; tokens the stack charges (a summarizer's) are added to the
+  run's usage (``usage.requests`` is unchanged: harness usage does not count requests).
 
 Both convert each pydantic-ai message once: conversions are cached by object identity in
 both directions (pydantic-ai passes the same message objects on every request), and only
@@ -58,9 +64,11 @@ __all__ = [
     "HarnessHistoryProcessor",
     "MessageConverter",
     "ProcessedHistory",
+    "RunLimits",
     "as_history_processor",
     "messages_from_pydantic_ai",
     "messages_to_pydantic_ai",
+    "run_limits",
 ]
 
 import importlib
@@ -76,6 +84,7 @@ try:
         ("pydantic_ai.capabilities", "AbstractCapability"),
         ("pydantic_ai.models", "ModelRequestContext"),
         ("pydantic_ai.tools", "RunContext"),
+        ("pydantic_ai.usage", "RunUsage"),
     ):
         getattr(importlib.import_module(_module), _name)
 except (ImportError, AttributeError) as _exc:  # pragma: no cover - exercised in a subprocess test
@@ -90,6 +99,8 @@ from harness.interop.pydantic_ai.convert import messages_from_pydantic_ai, messa
 from harness.interop.pydantic_ai.processor import (
     HarnessHistoryProcessor,
     ProcessedHistory,
+    RunLimits,
     as_history_processor,
+    run_limits,
 )
 from harness.interop.pydantic_ai.stash import STASH_KEY

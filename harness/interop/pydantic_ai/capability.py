@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = ["HarnessCapabilities"]
 
+import copy
 import dataclasses
 from collections.abc import Sequence
 from typing import Any
@@ -28,7 +29,13 @@ class HarnessCapabilities(AbstractCapability[Any]):
     history back to the run's stored history (``RunContext.messages``) and sends it, with
     the stack's request-scoped parts (e.g. a limit warning) added to the request being
     sent only: they never reach the stored history. Each run gets its own processor
-    (``for_run``), so per-run capability state starts empty.
+    (``for_run``), so per-run capability state starts empty; the token counters and the
+    conversion cache are shared between runs.
+
+    The stack sees the run's usage, request count and request limit
+    (``RequestContext.usage``, ``requests``, ``max_iterations``; see
+    :func:`~harness.interop.pydantic_ai.processor.run_limits`), and tokens it charges (a
+    summarizer's) are added to the run's usage.
 
     Attributes:
         stack: The harness capabilities, in the user's order.
@@ -62,8 +69,10 @@ class HarnessCapabilities(AbstractCapability[Any]):
         return None
 
     async def for_run(self, ctx: RunContext[Any]) -> HarnessCapabilities:
-        """A fresh copy for the run, so per-run state and caches are not shared."""
-        return dataclasses.replace(self)
+        """A copy for the run with its own per-run state (counts and conversions stay warm)."""
+        run = copy.copy(self)
+        run.processor = self.processor.for_run()
+        return run
 
     async def before_model_request(
         self,
@@ -76,6 +85,7 @@ class HarnessCapabilities(AbstractCapability[Any]):
             messages,
             model_name=getattr(request_context.model, "model_name", None),
             run_id=ctx.run_id,
+            run_context=ctx,
         )
         if processed.changed:
             ctx.messages[:] = processed.persistent

@@ -5,12 +5,24 @@ stack (through :func:`harness.run.compaction.compact`, with the invariant guard)
 the converted history before every request. pydantic-ai stores a history processor's
 output as the run's history, so request-scoped parts are stored too; the processor
 removes the ones it added on the next request.
+
+The capabilities see the pydantic-ai run's usage, request count and request limit (see
+:func:`run_limits`), and tokens they charge to the run (a summarizer's) are added to
+pydantic-ai's usage.
 """
 
 from __future__ import annotations
 
-__all__ = ["OnEvent", "ProcessedHistory", "HarnessHistoryProcessor", "as_history_processor"]
+__all__ = [
+    "HarnessHistoryProcessor",
+    "OnEvent",
+    "ProcessedHistory",
+    "RunLimits",
+    "as_history_processor",
+    "run_limits",
+]
 
+import copy
 import dataclasses
 import operator
 from collections import OrderedDict
@@ -19,8 +31,10 @@ from typing import Any, Final
 
 import attrs
 from pydantic_ai.tools import RunContext
+from pydantic_ai.usage import RequestUsage, RunUsage
 
 from harness.capabilities.context import CompactionEvent, RequestContext
+from harness.core.messages import Usage
 from harness.hooks.manager import PluginManager
 from harness.interop.pydantic_ai.cache import MessageConverter
 from harness.interop.pydantic_ai.convert import ModelMessage
@@ -53,6 +67,65 @@ class ProcessedHistory:
     result: CompactionResult
     changed: bool
     scoped: bool
+
+
+@attrs.frozen
+class RunLimits:
+    """What a harness capability sees of a pydantic-ai run's usage and limits.
+
+    Attributes:
+        usage: The run's usage so far (``RunContext.usage``): ``input_tokens`` become
+            ``request_tokens``, ``output_tokens`` ``response_tokens``,
+            ``cache_read_tokens`` ``cached_tokens``, ``cache_write_tokens`` stay.
+        requests: Model requests already made in the run (``RunContext.usage.requests``,
+            not counting the one about to be sent).
+        max_iterations: The run's ``UsageLimits.request_limit`` (pydantic-ai has no
+            iteration limit of its own; it stops a run at its request limit, 50 unless the
+            run was given other ``usage_limits``); ``None`` without one.
+    """
+
+    usage: Usage = attrs.field(factory=Usage)
+    requests: int = 0
+    max_iterations: int | None = None
+
+
+def run_limits(ctx: RunContext[Any] | None) -> RunLimits:
+    """Read the usage, request count and request limit of a pydantic-ai run context.
+
+    Args:
+        ctx: pydantic-ai's run context; ``None`` (or a context without usage) gives empty
+            usage and no limit.
+    """
+    run_usage = getattr(ctx, "usage", None)
+    limits = getattr(ctx, "usage_limits", None)
+    max_iterations = getattr(limits, "request_limit", None)
+    if not isinstance(run_usage, RunUsage):
+        return RunLimits(max_iterations=max_iterations)
+    usage = Usage(
+        request_tokens=run_usage.input_tokens,
+        response_tokens=run_usage.output_tokens,
+        cached_tokens=run_usage.cache_read_tokens,
+        cache_write_tokens=run_usage.cache_write_tokens,
+    )
+    return RunLimits(usage, run_usage.requests, max_iterations)
+
+
+def _charge(ctx: RunContext[Any] | None, before: Usage, after: Usage) -> None:
+    """Add to the run's usage the tokens the stack charged (``after`` minus ``before``).
+
+    Only tokens: harness usage does not count requests, so ``usage.requests`` is unchanged.
+    """
+    run_usage = getattr(ctx, "usage", None)
+    if not isinstance(run_usage, RunUsage) or after == before:
+        return
+    run_usage.incr(
+        RequestUsage(
+            input_tokens=max(after.request_tokens - before.request_tokens, 0),
+            output_tokens=max(after.response_tokens - before.response_tokens, 0),
+            cache_read_tokens=max(after.cached_tokens - before.cached_tokens, 0),
+            cache_write_tokens=max(after.cache_write_tokens - before.cache_write_tokens, 0),
+        )
+    )
 
 
 _MAX_RUN_STATES: Final = 16
@@ -142,6 +215,7 @@ class HarnessHistoryProcessor:
         *,
         model_name: str | None = None,
         run_id: str | None = None,
+        run_context: RunContext[Any] | None = None,
     ) -> ProcessedHistory:
         """Run the stack over ``messages`` (ending with the request about to be sent).
 
@@ -149,7 +223,10 @@ class HarnessHistoryProcessor:
             messages: The pydantic-ai history; never mutated.
             model_name: The model the request goes to (picks the tokenizer) when the
                 processor was built without one.
-            run_id: Keys the per-run capability state.
+            run_id: Keys the per-run capability state (default: the run context's).
+            run_context: pydantic-ai's run context: the capabilities see its usage,
+                request count and request limit (:func:`run_limits`), and the tokens they
+                charge (a summarizer's) are added to its usage.
 
         Returns:
             The history to keep, the history to send and the stack's result.
@@ -165,14 +242,21 @@ class HarnessHistoryProcessor:
         canonical = converter.to_canonical(source)
         name = self.model_name or model_name
         counter = self._token_counter or self._manager.token_counter(name)
+        limits = run_limits(run_context)
+        if run_id is None and run_context is not None:
+            run_id = run_context.run_id
         context = RequestContext(
             messages=[],
             token_counter=counter,
             model_name=name,
             context_window=self.context_window,
+            usage=limits.usage,
+            requests=limits.requests,
+            max_iterations=limits.max_iterations,
             state=self._state(run_id),
         )
         result = await compact(canonical, None, context=context, plugin_manager=self._manager)
+        _charge(run_context, limits.usage, result.usage)
         edited = len(result.messages) != len(canonical) or not all(
             map(operator.is_, result.messages, canonical)
         )
@@ -201,7 +285,8 @@ class HarnessHistoryProcessor:
         """The history processor: run the stack and return the history to send.
 
         Args:
-            ctx: pydantic-ai's run context (supplies the model name and the run id).
+            ctx: pydantic-ai's run context (supplies the model name, the run id, the usage
+                and the request limit).
             messages: The history about to be sent.
         """
         model = getattr(ctx, "model", None)
@@ -209,8 +294,23 @@ class HarnessHistoryProcessor:
             messages,
             model_name=getattr(model, "model_name", None),
             run_id=getattr(ctx, "run_id", None),
+            run_context=ctx,
         )
         return processed.sent
+
+    def for_run(self) -> HarnessHistoryProcessor:
+        """A processor for one more run, sharing the stack, the token counters and the conversions.
+
+        Its per-run state and request-scoped bookkeeping are its own.
+        :class:`HarnessCapabilities` takes one per run, so concurrent runs do not share
+        request-scoped parts while each run's counts and conversions start warm (and the
+        token counter remembers the instructions earlier runs were sent with).
+        """
+        run = copy.copy(self)
+        run._states = OrderedDict()
+        run._scoped = None
+        run.last = None
+        return run
 
 
 def as_history_processor(

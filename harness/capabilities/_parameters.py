@@ -1,4 +1,7 @@
-"""What a constructor parameter accepts, and converting configured values to it."""
+"""What a capability constructor parameter accepts, and converting configured values to it.
+
+Pure (annotations in, values out); the stack builder of :mod:`harness.hooks.stacks` uses it.
+"""
 
 from __future__ import annotations
 
@@ -17,12 +20,14 @@ import difflib
 import inspect
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, cast
 
 import attrs
 
-from harness.config._entries import FALSE_WORDS, FLOAT_RE, INT_RE, TRUE_WORDS
+from harness.capabilities._stack_entries import FALSE_WORDS, FLOAT_RE, INT_RE, TRUE_WORDS
+from harness.core.model import Model
+from harness.errors import HarnessError
 
 # --------------------------------------------------------------------------------------
 # Annotations: what a parameter accepts
@@ -59,7 +64,11 @@ _SEQUENCE_NAMES: Final[Mapping[str, str]] = {
 
 @attrs.frozen
 class Shape:
-    """What a parameter accepts, reduced to what configuration values can be."""
+    """What a parameter accepts, reduced to what configuration values can be.
+
+    ``model``: the parameter takes a harness :class:`~harness.core.model.Model`, so a
+    string is a model string (``"openai:gpt-4o"``) for :func:`convert`'s ``resolve_model``.
+    """
 
     text: str
     nullable: bool = False
@@ -67,6 +76,7 @@ class Shape:
     literals: tuple[object, ...] = ()
     sequence: tuple[str, Shape] | None = None
     anything: bool = False
+    model: bool = False
 
 
 ANY_SHAPE: Final = Shape("any", nullable=True, anything=True)
@@ -81,6 +91,7 @@ def _merge(text: str, shapes: Sequence[Shape]) -> Shape:
         literals=tuple(v for s in shapes for v in s.literals),
         sequence=sequence,
         anything=any(s.anything for s in shapes),
+        model=any(s.model for s in shapes),
     )
 
 
@@ -113,6 +124,8 @@ def _shape_from_text(text: str) -> Shape:
         return Shape(text, nullable=True)
     if head in _SCALARS and not bracket:
         return Shape(text, scalars=(_SCALARS[head],))
+    if head in ("Model", "harness.Model", "harness.core.Model", "harness.core.model.Model") and not bracket:
+        return Shape(text, model=True)
     if head == "Optional" and inner:
         return _merge(text, [_shape_from_text(inner), Shape("None", nullable=True)])
     if head == "Union" and inner:
@@ -139,6 +152,8 @@ def _shape_from_type(annotation: object, text: str) -> Shape:
         return ANY_SHAPE
     if isinstance(annotation, type) and annotation in _SCALARS.values():
         return Shape(text, scalars=(annotation,))
+    if annotation is Model:
+        return Shape(text, model=True)
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is typing.Union or origin is types.UnionType:
@@ -199,8 +214,18 @@ def _same_literal(value: object, literal: object) -> bool:
     return type(value) is type(literal) and value == literal
 
 
-def convert(value: object, shape: Shape) -> Any:
-    """Convert a configuration value to what ``shape`` accepts, or raise :class:`MismatchError`."""
+def convert(value: object, shape: Shape, *, resolve_model: Callable[[str], object] | None = None) -> Any:
+    """Convert a configuration value to what ``shape`` accepts, or raise :class:`MismatchError`.
+
+    Args:
+        value: The configured value.
+        shape: What the parameter accepts.
+        resolve_model: Turns a model string into a model, for a parameter taking a
+            :class:`~harness.core.model.Model` (``summarizing:model=openai:gpt-4o``); without
+            it such a string is refused with a message saying so.
+    """
+    if isinstance(value, str) and shape.model and str not in shape.scalars:
+        return _model_from_string(value, shape, resolve_model)
     if value is None:
         if shape.nullable or shape.anything:
             return None
@@ -236,11 +261,28 @@ def convert(value: object, shape: Shape) -> Any:
             return converted
     elif _is_list(value) and shape.sequence is not None:
         container, item_shape = shape.sequence
-        items = [convert(item, item_shape) for item in cast("Sequence[Any]", value)]
+        items = [
+            convert(item, item_shape, resolve_model=resolve_model) for item in cast("Sequence[Any]", value)
+        ]
         if container == "tuple":
             return tuple(items)
         return frozenset(items) if container == "frozenset" else items
     return _fallback(value, shape)
+
+
+def _model_from_string(text: str, shape: Shape, resolve_model: Callable[[str], object] | None) -> Any:
+    for literal in shape.literals:
+        if _same_literal(text, literal):
+            return literal
+    if resolve_model is None:
+        raise MismatchError(
+            f"expected {shape.text}; the model string {text!r} is resolved when the stack is built by "
+            "harness.config (build_stack, resolve_stack, the --stack option) or Agent(capabilities=...)"
+        )
+    try:
+        return resolve_model(text)
+    except HarnessError as exc:
+        raise MismatchError(f"model string {text!r}: {exc}") from exc
 
 
 def _is_list(value: object) -> bool:

@@ -1,4 +1,8 @@
-"""Stack entries and the error every configuration problem raises."""
+"""Stack entries, the lexical rules of the short form, and the stack error layout.
+
+Pure: the short-form parser (:mod:`harness.capabilities._stack_grammar`), the stack builder
+(:mod:`harness.hooks.stacks`) and the configuration files (:mod:`harness.config`) share it.
+"""
 
 from __future__ import annotations
 
@@ -83,7 +87,7 @@ class StackEntry:
         name: Entry-point name in the ``harness`` group, e.g. ``"clear_tool_results"``.
         params: Constructor keyword arguments, typed as read (int, float, bool, str,
             None, lists of those, and lists of :class:`StackEntry` for ``tiers``);
-            :func:`build_stack` converts them by the constructor's annotations.
+            :func:`harness.config.build_stack` converts them by the constructor's annotations.
         source: Where the entry came from, for error messages (``"--stack entry 2"``,
             ``"harness.toml [[stack]] 3"``). Not part of equality.
     """

@@ -1,4 +1,10 @@
-"""The one-line short form of a stack: parsing and formatting (grammar in :mod:`harness.config`)."""
+"""The one-line short form of a stack: parsing and formatting.
+
+The grammar is documented in :mod:`harness.config`. It lives in this layer, below the plugin
+manager and the agent, because ``Agent(capabilities=["sliding_window:max_messages=80"])``
+resolves strings through the same grammar as the command line; it needs nothing but the
+error types.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +19,16 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any, Final, cast
 
-from harness.config._entries import BARE_STOP, FLOAT_RE, INT_RE, KEY_RE, MAX_DEPTH, NAME_RE, TIERS, StackEntry
+from harness.capabilities._stack_entries import (
+    BARE_STOP,
+    FLOAT_RE,
+    INT_RE,
+    KEY_RE,
+    MAX_DEPTH,
+    NAME_RE,
+    TIERS,
+    StackEntry,
+)
 from harness.errors import StackConfigError
 
 # --------------------------------------------------------------------------------------
@@ -167,7 +182,7 @@ class _Parser:
 
 
 def parse_stack(spec: str, *, source: str = "--stack") -> list[StackEntry]:
-    """Parse a short-form stack description (grammar in the module docstring).
+    """Parse a short-form stack description (grammar in :mod:`harness.config`).
 
     Args:
         spec: E.g. ``"dedupe_file_reads clear_tool_results:keep_pairs=3"``.
@@ -177,7 +192,7 @@ def parse_stack(spec: str, *, source: str = "--stack") -> list[StackEntry]:
 
     Returns:
         The entries in order (empty for a blank string). Names and parameters are not
-        checked here; :func:`build_stack` does that.
+        checked here; :func:`harness.config.build_stack` does that.
 
     Raises:
         StackConfigError: The text does not follow the grammar; the message gives the
@@ -225,6 +240,7 @@ def _format_value(value: Any, where: str) -> str:
 
 
 def is_entry_list(value: object) -> bool:
+    """Whether ``value`` is a non-empty list or tuple of :class:`StackEntry` (a ``tiers`` value)."""
     if not isinstance(value, list | tuple):
         return False
     items = cast("Sequence[object]", value)
