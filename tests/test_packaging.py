@@ -26,7 +26,6 @@ DISTRIBUTIONS = [tomllib.loads((f / "pyproject.toml").read_text())["project"]["n
 UV = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
 
 
-
 def _uv(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [UV, *args],
