@@ -26,8 +26,7 @@ __all__ = [
     "FrozenList",
     "freeze",
     "freeze_mapping",
-    "frozen_update",
-    "frozen_with",
+    "frozen_update_at",
     "refuse_hash",
     "thaw",
 ]
@@ -173,26 +172,28 @@ def freeze_mapping(value: Mapping[str, Any] | None) -> FrozenDict:
     return _freeze_dict(value)
 
 
-def frozen_update(base: Mapping[str, Any] | None, changes: Mapping[str, Any]) -> FrozenDict:
-    """A :class:`FrozenDict` of ``base`` updated with ``changes`` (both frozen; neither changed).
+def frozen_update_at(base: Mapping[str, Any] | None, key: str, changes: Mapping[str, Any]) -> FrozenDict:
+    """A :class:`FrozenDict` of ``base`` whose mapping under ``key`` is updated with ``changes``.
 
-    Cheaper than freezing a merged plain dict: a frozen ``base`` is copied without a walk.
+    ``base[key]`` is replaced by a new mapping when it is absent or not a mapping; neither
+    ``base`` nor ``changes`` is changed. Cheaper than freezing a merged plain dict (the
+    hot path of marking parts): a frozen ``base`` is copied without a walk.
     """
-    out = _new_dict(FrozenDict)
-    if base:
-        _fill_dict(out, base if type(base) is FrozenDict else _freeze_dict(base))
     kept = _KEPT
-    for key, item in changes.items():
-        _set_item(out, key, item if type(item) in kept else freeze(item))
-    return out
-
-
-def frozen_with(base: Mapping[str, Any] | None, key: str, value: Any) -> FrozenDict:
-    """A :class:`FrozenDict` of ``base`` with ``key`` set to ``value`` (frozen; ``base`` unchanged)."""
+    inner = _new_dict(FrozenDict)
+    if base:
+        current = base.get(key)
+        if isinstance(current, Mapping) and current:
+            mapping = cast("Mapping[str, Any]", current)
+            _fill_dict(inner, mapping if type(mapping) is FrozenDict else _freeze_dict(mapping))
+    _fill_dict(inner, changes)
+    for name, item in changes.items():
+        if type(item) not in kept:
+            _set_item(inner, name, freeze(item))
     out = _new_dict(FrozenDict)
     if base:
         _fill_dict(out, base if type(base) is FrozenDict else _freeze_dict(base))
-    _set_item(out, key, value if type(value) in _KEPT else freeze(value))
+    _set_item(out, key, inner)
     return out
 
 

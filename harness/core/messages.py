@@ -71,8 +71,7 @@ from harness.core.frozen import (
     FrozenDict,
     freeze,
     freeze_mapping,
-    frozen_update,
-    frozen_with,
+    frozen_update_at,
     refuse_hash,
 )
 from harness.core.usage import Usage
@@ -430,14 +429,9 @@ def marked_metadata(metadata: JsonValue, **mark: JsonValue) -> FrozenDict:
     Raises:
         MessageError: ``metadata`` is set and is not a mapping.
     """
-    if metadata is None:
-        return frozen_with(None, HARNESS_KEY, frozen_update(None, mark))
-    if not isinstance(metadata, Mapping):
+    if metadata is not None and not isinstance(metadata, Mapping):
         raise MessageError("cannot mark a part whose metadata is not a mapping")
-    existing = cast("Mapping[str, Any]", metadata)
-    current: Any = existing.get(HARNESS_KEY)
-    inner = frozen_update(cast("Mapping[str, Any]", current) if isinstance(current, Mapping) else None, mark)
-    return frozen_with(existing, HARNESS_KEY, inner)
+    return frozen_update_at(cast("Mapping[str, Any] | None", metadata), HARNESS_KEY, mark)
 
 
 def with_harness_mark(obj: _Markable, **mark: JsonValue) -> _Markable:

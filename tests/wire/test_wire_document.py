@@ -156,3 +156,26 @@ def test_loading_leaves_the_garbage_collector_alone() -> None:
         assert not gc.isenabled(), "a collector someone else disabled stays disabled"
     finally:
         gc.enable()
+
+
+def test_a_large_document_is_never_held_whole_beside_its_history() -> None:
+    import tracemalloc
+
+    from harness.wire import document
+
+    history = [CanonicalMessage.user(f"question {n} " + "x" * 600) for n in range(15_000)]
+    big = dump_messages(history)
+    assert len(big) >= document._STREAM_FROM  # pyright: ignore[reportPrivateUsage]
+
+    def peak(load: object) -> int:
+        tracemalloc.start()
+        try:
+            assert load() == history  # pyright: ignore[reportCallIssue]
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    text = big.decode()
+    streamed = peak(lambda: load_messages(text))
+    whole = peak(lambda: document.load_items(json.loads(text), None))
+    assert streamed < 0.8 * whole, (streamed, whole)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +14,14 @@ from harness.core import CanonicalMessage
 from harness.errors import WireFormatError
 from harness.testing.strategies import histories
 from harness.wire import document, dump_messages, load_messages, load_messages_and_thoughts
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _stream_every_document() -> Iterator[None]:
+    """Stream documents of any size here (by default only large ones are)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(document, "_STREAM_FROM", 0)
+        yield
 
 
 def _careful(text: str, thoughts: list[str] | None) -> list[CanonicalMessage]:
