@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from harness.capabilities.base import Capability, Trigger
     from harness.capabilities.context import CompactionEvent, RequestContext
+    from harness.config.store import open_store
     from harness.core.markers import hookimpl, hookspec
     from harness.core.messages import (
         CanonicalMessage,
@@ -67,7 +68,10 @@ if TYPE_CHECKING:
         PluginLoadError,
         RequestTimeout,
         RunError,
+        SessionConflictError,
         SessionLoadError,
+        SessionNotFoundError,
+        SessionStoreError,
         ToolArgumentsError,
         ToolRetry,
         ToolRetryBudgetExceeded,
@@ -79,7 +83,7 @@ if TYPE_CHECKING:
     from harness.hooks.manager import PluginManager
     from harness.run.agent import Agent, RunResult
     from harness.run.compaction import CompactionResult, compact, compact_sync
-    from harness.session import Session
+    from harness.session import Session, SessionStore
     from harness.tokens import TokenCounter
     from harness.tools.context import RunContext
     from harness.tools.tool import Tool
@@ -117,6 +121,9 @@ __all__ = [
     "WireFormatError",
     "PluginLoadError",
     "SessionLoadError",
+    "SessionStoreError",
+    "SessionNotFoundError",
+    "SessionConflictError",
     "HarnessWarning",
     "HarnessExperimentalWarning",
     "ApproximateTokenCountWarning",
@@ -132,6 +139,8 @@ __all__ = [
     "is_experimental",
     # Use sessions
     "Session",
+    "SessionStore",
+    "open_store",
     # Load, dump and count messages
     "CanonicalMessage",
     "Part",
@@ -177,6 +186,9 @@ _OWNERS: dict[str, str] = {
     "WireFormatError": "harness.errors",
     "PluginLoadError": "harness.errors",
     "SessionLoadError": "harness.errors",
+    "SessionStoreError": "harness.errors",
+    "SessionNotFoundError": "harness.errors",
+    "SessionConflictError": "harness.errors",
     "HarnessWarning": "harness.errors",
     "HarnessExperimentalWarning": "harness.errors",
     "ApproximateTokenCountWarning": "harness.errors",
@@ -190,6 +202,8 @@ _OWNERS: dict[str, str] = {
     "warn_experimental": "harness.errors",
     "is_experimental": "harness.errors",
     "Session": "harness.session",
+    "SessionStore": "harness.session",
+    "open_store": "harness.config.store",
     "CanonicalMessage": "harness.core.messages",
     "Part": "harness.core.messages",
     "UserPromptPart": "harness.core.messages",

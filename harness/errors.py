@@ -13,8 +13,9 @@ The families:
 * messages and files: :class:`MessageError`, :class:`WireFormatError`,
   :class:`HistoryFileError`, :class:`InteropError`;
 * tokens: :class:`TokenizerError`, :class:`ApproximateTokenCountWarning`;
-* sessions and file writes: :class:`SessionLoadError`, :class:`SessionSaveError`,
-  :class:`TargetNotRegularFileError`;
+* sessions, stores and file writes: :class:`SessionLoadError`, :class:`SessionSaveError`,
+  :class:`SessionStoreError`, :class:`SessionNotFoundError`, :class:`SessionConflictError`,
+  :class:`StoreResolutionError`, :class:`TargetNotRegularFileError`;
 * tools: :class:`ToolRetry`, :class:`ToolArgumentsError`, :class:`ToolDefinitionError`,
   :class:`IllegalTransition`;
 * plugins and capabilities: :class:`PluginLoadError`, :class:`CapabilityError`,
@@ -60,9 +61,13 @@ __all__ = [
     "RequestTimeout",
     "RunError",
     "ScriptError",
+    "SessionConflictError",
     "SessionLoadError",
+    "SessionNotFoundError",
     "SessionSaveError",
+    "SessionStoreError",
     "StackConfigError",
+    "StoreResolutionError",
     "TargetNotRegularFileError",
     "TokenizerError",
     "ToolArgumentsError",
@@ -248,6 +253,71 @@ class SessionLoadError(HarnessError):
 
 class SessionSaveError(HarnessError):
     """A session could not be saved (for example it would overwrite a corrupt file)."""
+
+
+class SessionStoreError(HarnessError):
+    """A session store is unusable: corrupt, of a newer schema, or unreachable.
+
+    Nothing was written when this is raised.
+
+    Attributes:
+        store: The store's URL (``sqlite:///...``, ``postgresql://...``, ``file:///...``).
+        session_id: The session concerned, when there is one.
+        reason: What is wrong.
+    """
+
+    def __init__(self, store: str, reason: str, *, session_id: str | None = None) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.reason = reason
+        where = f"session {session_id!r} in store {store}" if session_id else f"store {store}"
+        super().__init__(f"{where}: {reason}")
+
+
+class SessionNotFoundError(SessionStoreError, KeyError):
+    """The store holds no session with this id."""
+
+    def __init__(self, store: str, session_id: str) -> None:
+        super().__init__(store, "no such session", session_id=session_id)
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class SessionConflictError(SessionStoreError):
+    """A write was based on a stale revision: another writer got there first; nothing was written.
+
+    Reload the session (``store.load(session_id)``) and run again.
+
+    Attributes:
+        expected: The revision the write was based on.
+        actual: The revision the store holds (``None`` if the session is gone).
+    """
+
+    def __init__(self, store: str, session_id: str, expected: int, actual: int | None) -> None:
+        self.expected = expected
+        self.actual = actual
+        now = "it no longer exists" if actual is None else f"it is at revision {actual}"
+        if expected == 0:
+            reason = "cannot create it: a session with this id already exists"
+        else:
+            reason = (
+                f"write based on revision {expected}, but {now}: another writer changed the session; "
+                "reload it and try again"
+            )
+        super().__init__(store, reason, session_id=session_id)
+
+
+class StoreResolutionError(HarnessError, ValueError):
+    """No store understands a store URL.
+
+    Attributes:
+        url: The URL as given.
+    """
+
+    def __init__(self, url: str, reason: str) -> None:
+        self.url = url
+        super().__init__(f"cannot open session store {url!r}: {reason}")
 
 
 class TargetNotRegularFileError(HarnessError, OSError):

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 ASYNC_HOOKS: Final = frozenset({"before_model_request", "after_node", "on_tool", "on_compaction"})
 """Hooks the manager calls itself, awaiting ``async def`` implementations (no wrappers)."""
 
-DECISION_HOOKS: Final = frozenset({"count_tokens", "resolve_model"})
+DECISION_HOOKS: Final = frozenset({"count_tokens", "resolve_model", "resolve_store"})
 """``firstresult`` hooks the manager calls itself, synchronously, in pluggy's order (no wrappers)."""
 
 INTERRUPTS: Final = (asyncio.CancelledError, KeyboardInterrupt, SystemExit, GeneratorExit)
@@ -84,6 +84,7 @@ def decide(
     *,
     check: Callable[[object], str | None] | None = None,
     trace: Trace | None = None,
+    passthrough: tuple[type[Exception], ...] = (),
 ) -> object:
     """Call ``impls`` in order until one returns something other than ``None``, and return it.
 
@@ -93,6 +94,8 @@ def decide(
         hook_name: The hook, for messages and the trace.
         check: Says what is wrong with an answer (``None``: nothing).
         trace: Traces the call and its answer when given.
+        passthrough: Exceptions that are the hook's documented way to fail (``resolve_store``'s
+            ``SessionStoreError``): re-raised unchanged instead of wrapped.
 
     Returns:
         The first answer, or ``None`` when no implementation answered.
@@ -111,7 +114,7 @@ def decide(
         except Exception as exc:
             if trace is not None:
                 trace(f"{hook_name} <- {impl.plugin_name}: raised {type(exc).__name__}")
-            if isinstance(exc, CapabilityError):
+            if isinstance(exc, (CapabilityError, *passthrough)):
                 raise
             raise hook_failure(impl.plugin_name, hook_name, exc) from exc
         if answer is None:

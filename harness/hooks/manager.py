@@ -34,7 +34,7 @@ import pluggy
 
 import harness.hooks.specs as hookspecs
 from harness.core.markers import PROJECT_NAME
-from harness.errors import CapabilityOrderError, PluginLoadError
+from harness.errors import CapabilityOrderError, PluginLoadError, SessionStoreError, StoreResolutionError
 from harness.hooks.dispatch import (
     ASYNC_HOOKS,
     Step,
@@ -420,6 +420,24 @@ class PluginManager:
             CapabilityError: An implementation raised; it names the plugin and is chained.
         """
         return self._decide("resolve_model", None, model_string=model_string)
+
+    def resolve_store(self, url: str) -> object | None:
+        """Ask the ``resolve_store`` hook, in pluggy's order; ``None`` when no plugin answers.
+
+        The answer is returned as is: :func:`harness.session.open_store` checks that it is
+        a store. Only registered plugins answer: call :meth:`load_entrypoint_plugins`
+        first for installed store distributions (``harness.open_store`` does).
+
+        Raises:
+            SessionStoreError: A plugin's store cannot be used (unreachable, newer schema);
+                passed through unchanged, as :func:`harness.session.open_store` documents.
+            StoreResolutionError: A plugin refused the URL itself (passed through).
+            CapabilityError: An implementation raised anything else; it names the plugin
+                and is chained.
+        """
+        impls = self._pm.hook.resolve_store.get_hookimpls()[::-1]  # pluggy's order
+        passthrough = (SessionStoreError, StoreResolutionError)
+        return decide(impls, {"url": url}, "resolve_store", trace=self._trace, passthrough=passthrough)
 
     def token_counter(self, model_name: str | None = None) -> TokenCounter:
         """The token counter this manager owns for ``model_name``, honouring the ``count_tokens`` hook.

@@ -10,7 +10,7 @@ pluggy itself cannot await coroutines, so the four context hooks
 called through ``pm.hook.<name>(...)`` directly: :class:`harness.hooks.manager.PluginManager`
 calls each implementation in a fixed order (:mod:`harness.hooks.ordering`) and awaits it
 when it is ``async def`` (:mod:`harness.hooks.dispatch`). The decision hooks
-(``count_tokens``, ``resolve_model``) are called by the manager too, one implementation at
+(``count_tokens``, ``resolve_model``, ``resolve_store``) are called by the manager too, one implementation at
 a time in pluggy's order, so that a failure names its plugin. Wrapper implementations
 (``wrapper=True`` / ``hookwrapper=True``) are rejected on every hook.
 
@@ -30,6 +30,7 @@ __all__ = [
     "on_compaction",
     "on_tool",
     "resolve_model",
+    "resolve_store",
 ]
 
 from typing import TYPE_CHECKING
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from harness.capabilities.context import CompactionEvent, RequestContext
     from harness.core.model import Model
     from harness.core.nodes import Node
+    from harness.session.store import SessionStore
     from harness.tools.context import RunContext
     from harness.tools.lifecycle import ToolEvent
 
@@ -232,4 +234,33 @@ def resolve_model(model_string: str) -> Model | None:
     Args:
         model_string: The string as the user wrote it, stripped of surrounding blanks
             (for example ``"openai:gpt-4o-mini"``).
+    """
+
+
+@hookspec(firstresult=True)
+def resolve_store(url: str) -> SessionStore | None:
+    """Open the session store a URL names, such as ``"postgresql://app@db/agents"``.
+
+    Signature: ``resolve_store(url: str) -> SessionStore | None``
+
+    Called by :func:`harness.session.open_store` when it is given a plugin manager (as
+    ``harness.open_store``, ``harness run --store`` and ``harness sessions --store`` do),
+    before the built-in ``sqlite:`` and ``file:`` schemes are tried, so a plugin can add
+    a backend or replace a built-in one. ``harness-postgres`` answers ``postgresql://``
+    and ``postgres://`` this way.
+
+    Ordering: pluggy's order (last registered first; ``tryfirst`` / ``trylast``
+    respected). Stops at first non-None result (``firstresult``).
+
+    Return value: an object implementing :class:`~harness.session.store.SessionStore`,
+    or ``None`` to let the next implementation, and finally the built-in stores, answer.
+    Any other value raises ``StoreResolutionError``. A ``SessionStoreError`` (the store
+    cannot be used) or ``StoreResolutionError`` (a URL the plugin refuses) raised by the
+    implementation propagates unchanged; any other exception raises ``CapabilityError``
+    naming the plugin (the exception chained).
+
+    Async: not allowed; stores are opened by synchronous code.
+
+    Args:
+        url: The URL as the user wrote it, stripped of surrounding blanks.
     """

@@ -1,46 +1,73 @@
-"""Sessions: a conversation's history and accounting, saved atomically to a JSON file.
+"""Sessions: a conversation's history and accounting, in a store that loses nothing.
 
-A session file holds exactly the contract's keys: ``version``, ``session_id``,
-``project_id``, ``created_at``, ``last_modified``, ``working_directory``,
-``current_model``, ``total_tokens``, ``session_total_usage``, ``thoughts`` and
-``messages`` (the wire format of :mod:`harness.wire`).
+A :class:`Session` lives in a :class:`SessionStore` (:func:`open_store`):
+``sqlite:///sessions.db`` (:class:`~harness.session.sqlite.SqliteStore`, the embedded
+default), ``file:///dir`` (:class:`~harness.session.jsonfile.JsonFileStore`, today's JSON
+files with a JSON Lines log beside each) or ``postgresql://...`` (the ``harness-postgres``
+distribution, through the ``resolve_store`` hook). A stored session holds:
 
-Saving writes a temporary file in the target's folder, flushes and fsyncs it, keeps the
-previous version as ``<name>.bak`` (hard link, or copy) and renames the new file over the
-target, then fsyncs the folder: a crash at any moment leaves the old or the new file,
-never a torn one. Loading checks the version (version 1, tunacode's format, is migrated)
-and raises :class:`SessionLoadError` naming the file and the problem; a failed load never
-touches the file, and a later :meth:`Session.save` refuses to overwrite a file that
-failed to load unless ``force=True``.
+* an append-only **log** of every message exactly as it was first written
+  (:meth:`Session.transcript`), each stored once;
+* the **view** the model sees next (:attr:`Session.messages`): the log with the
+  capabilities' edits applied as overlays, each recorded with its compaction events;
+* a **revision**: a write based on a stale one raises
+  :class:`~harness.errors.SessionConflictError` and writes nothing;
+* usage, thoughts and the tool-effect **ledger** beside the messages.
+
+A run checkpoints a stored session after every step (:meth:`Session.checkpoint`), at a
+cost that grows with what the step added, not with the history; running the session
+again resumes where it stopped (:mod:`harness.run.resume`).
+
+A session can also be a single JSON file (:meth:`Session.save` / :meth:`Session.load`),
+holding exactly the contract's keys: ``version``, ``session_id``, ``project_id``,
+``created_at``, ``last_modified``, ``working_directory``, ``current_model``,
+``total_tokens``, ``session_total_usage``, ``thoughts`` and ``messages``. Saving writes a
+temporary file, fsyncs it, keeps the previous version as ``<name>.bak`` and renames the
+new file over the target: a crash leaves the old or the new file, never a torn one. A
+failed load raises :class:`SessionLoadError` naming the file, never touches it, and a
+later :meth:`Session.save` refuses to overwrite it unless ``force=True``.
 """
 
 from __future__ import annotations
 
-from harness.errors import SessionLoadError, SessionSaveError
-
 __all__ = [
+    "LEDGER_STATUSES",
     "SESSION_DIR_ENV",
     "SESSION_KEYS",
     "SESSION_VERSION",
+    "STORE_ENV",
+    "Checkpoint",
+    "EditRecord",
+    "LedgerEntry",
+    "LedgerStatus",
+    "LogEntry",
+    "PruneResult",
+    "SearchHit",
     "Session",
+    "SessionHead",
     "SessionInfo",
     "SessionListing",
     "SessionProblem",
+    "SessionStore",
+    "StoreResolver",
+    "StoredSession",
+    "ViewEntry",
     "atomic_write_bytes",
+    "copy_all",
+    "copy_session",
     "default_session_dir",
+    "default_store_url",
     "find_session",
     "list_sessions",
+    "open_store",
     "project_id_for",
+    "store_path",
+    "store_url",
 ]
 
-import contextlib
-import functools
-import hashlib
-import json
 import os
-import subprocess
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,88 +75,51 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from harness.core.messages import CanonicalMessage, Usage, history_repr
-from harness.errors import WireFormatError
-from harness.session.files import atomic_write_bytes, backup_path
+from harness.errors import SessionLoadError, SessionSaveError, SessionStoreError, WireFormatError
+from harness.session.fileformat import (
+    SESSION_KEYS,
+    SESSION_VERSION,
+    SessionInfo,
+    SessionListing,
+    SessionProblem,
+    find_session,
+    list_sessions,
+    load_error,
+    session_fields_from_bytes,
+)
+from harness.session.files import atomic_write_bytes
+from harness.session.paths import SESSION_DIR_ENV, default_session_dir, project_id_for
+from harness.session.records import (
+    LEDGER_STATUSES,
+    Checkpoint,
+    EditRecord,
+    LedgerEntry,
+    LedgerStatus,
+    LogEntry,
+    PruneResult,
+    SearchHit,
+    SessionHead,
+    StoredSession,
+    ViewEntry,
+)
+from harness.session.store import (
+    STORE_ENV,
+    SessionStore,
+    StoreResolver,
+    default_store_url,
+    open_store,
+    store_path,
+    store_url,
+)
+from harness.session.tracking import StoreTracker
+from harness.session.transfer import copy_all, copy_session
 
 if TYPE_CHECKING:
     from harness.tokens import TokenCounter
 
-SESSION_VERSION = 2
-"""Version written by this release. Version 1 is tunacode's format (migrated on load)."""
-
-SESSION_KEYS = (
-    "version",
-    "session_id",
-    "project_id",
-    "created_at",
-    "last_modified",
-    "working_directory",
-    "current_model",
-    "total_tokens",
-    "session_total_usage",
-    "thoughts",
-    "messages",
-)
-"""The keys of a session file, in the order they are written."""
-_USAGE_KEYS = ("request_tokens", "response_tokens", "cached_tokens", "cache_write_tokens")
-
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def _load_error(file: Path, reason: str) -> SessionLoadError:
-    """A :class:`SessionLoadError` for ``file`` that names its backup when one exists."""
-    backup = backup_path(file)
-    return SessionLoadError(file, reason, backup=backup if backup.exists() else None)
-
-
-SESSION_DIR_ENV = "HARNESS_SESSION_DIR"
-"""Environment variable naming the session folder; it wins over the XDG default."""
-
-
-def default_session_dir() -> Path:
-    """Where sessions live: ``$HARNESS_SESSION_DIR``, else ``$XDG_DATA_HOME/harness/sessions``.
-
-    Without either variable: ``~/.local/share/harness/sessions``. Every reader and writer
-    (``Session.save``, ``list_sessions``, the ``harness run`` and ``harness sessions``
-    commands) uses this, so they always agree.
-    """
-    configured = os.environ.get(SESSION_DIR_ENV)
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "harness" / "sessions"
-
-
-def project_id_for(directory: str | os.PathLike[str] | None = None) -> str:
-    """First 16 hex digits of the sha256 of the git top-level folder (or of ``directory``)."""
-    start = Path(directory) if directory is not None else Path.cwd()
-    try:
-        root = str(start.resolve())
-    except (OSError, ValueError, RuntimeError):  # not a path the OS can take (a NUL, a lone high surrogate)
-        root = os.path.abspath(start)
-    return _project_id(root)
-
-
-@functools.lru_cache(maxsize=64)
-def _project_id(root: str) -> str:
-    with contextlib.suppress(OSError, ValueError, subprocess.SubprocessError):
-        completed = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
-        if completed.returncode == 0 and completed.stdout.strip():
-            root = completed.stdout.strip()
-    try:
-        raw = os.fsencode(root)  # a non-UTF-8 folder name hashes as its bytes on disk
-    except UnicodeEncodeError:
-        raw = root.encode("utf-8", "surrogatepass")
-    return hashlib.sha256(raw).hexdigest()[:16]
 
 
 def _optional_path(value: str | os.PathLike[str] | None) -> Path | None:
@@ -164,6 +154,11 @@ class Session:
         original_query: The first prompt of the task, kept across runs (not persisted).
         path: The session file (``str`` or any ``os.PathLike``, kept as a ``Path``);
             ``None`` for an in-memory session.
+        store: The :class:`SessionStore` the session lives in (``None``: a file or
+            in-memory session). A run checkpoints a stored session after every step.
+        ledger: The tool-effect ledger: each tool call's :class:`LedgerEntry` by id.
+        forked_from: The session this one was forked from.
+        metadata: Extension data a plugin keeps with the session (a JSON object).
     """
 
     session_id: str = attrs.field(factory=lambda: uuid.uuid4().hex)
@@ -178,6 +173,12 @@ class Session:
     messages: list[CanonicalMessage] = attrs.field(factory=list[CanonicalMessage], repr=history_repr)
     original_query: str | None = None
     path: Path | None = attrs.field(default=None, converter=_optional_path)
+    store: SessionStore | None = attrs.field(default=None, repr=False, kw_only=True)
+    ledger: dict[str, LedgerEntry] = attrs.field(factory=dict[str, LedgerEntry], repr=False, kw_only=True)
+    forked_from: str | None = attrs.field(default=None, kw_only=True)
+    metadata: dict[str, Any] = attrs.field(factory=dict[str, Any], repr=False, kw_only=True)
+    _tracker: StoreTracker = attrs.field(factory=StoreTracker, init=False, repr=False)
+    _written: SessionHead | None = attrs.field(default=None, init=False, repr=False)
 
     @property
     def project_id(self) -> str:
@@ -200,15 +201,207 @@ class Session:
         return cls(**fields)
 
     @classmethod
-    def create(cls, directory: str | os.PathLike[str] | None = None, **fields: Any) -> Session:
-        """Create a session saved under ``directory`` (default :func:`default_session_dir`).
+    def create(
+        cls,
+        directory: str | os.PathLike[str] | None = None,
+        *,
+        store: SessionStore | None = None,
+        **fields: Any,
+    ) -> Session:
+        """Create a session in ``store``, or saved under ``directory`` as a JSON file.
 
-        The file is named ``<project_id>_<session_id>.json``; nothing is written yet.
+        With ``store``, the session is written by its first :meth:`checkpoint` (a run
+        makes one as soon as it starts); creating it fails then with
+        :class:`~harness.errors.SessionConflictError` if the id is taken. Otherwise the
+        file is ``<project_id>_<session_id>.json`` under ``directory`` (default
+        :func:`default_session_dir`); nothing is written yet.
         """
         session = cls(**fields)
+        if store is not None:
+            session.store = store
+            return session
         folder = Path(directory) if directory is not None else default_session_dir()
         session.path = folder / f"{session.project_id}_{session.session_id}.json"
         return session
+
+    # ----------------------------------------------------------------- stores
+
+    @classmethod
+    def open(cls, store: SessionStore, session_id: str) -> Session:
+        """Load a session from ``store``: its view, thoughts, usage, ledger and revision.
+
+        Raises:
+            SessionNotFoundError: The store has no such session.
+            SessionStoreError: The store or the session's rows are corrupt (nothing is
+                changed).
+        """
+        stored = store.load(session_id)
+        head = stored.head
+        session = cls(
+            session_id=head.session_id,
+            project_id=head.project_id,
+            created_at=head.created_at,
+            last_modified=head.last_modified,
+            working_directory=head.working_directory,
+            current_model=head.current_model,
+            total_tokens=head.total_tokens,
+            usage=_usage_from_mapping(head.usage),
+            thoughts=list(stored.thoughts),
+            original_query=head.original_query,
+            store=store,
+            ledger={entry.tool_call_id: entry for entry in stored.ledger},
+            forked_from=head.forked_from,
+            metadata=dict(head.metadata),
+        )
+        try:
+            session.messages = session._tracker.adopt(stored, edits=len(store.edits(session_id)))
+        except (WireFormatError, ValueError) as exc:
+            raise SessionStoreError(
+                store.url, f"a stored message is not valid: {exc}", session_id=session_id
+            ) from exc
+        return session
+
+    @property
+    def revision(self) -> int:
+        """The store revision this session was last read or written at (``0``: not written)."""
+        return self._tracker.revision
+
+    def head_record(self) -> SessionHead:
+        """The session's head values as a store keeps them (revision and lengths as persisted)."""
+        return SessionHead(
+            session_id=self.session_id,
+            project_id=self.project_id,
+            created_at=self.created_at,
+            last_modified=self.last_modified,
+            working_directory=self.working_directory,
+            current_model=self.current_model,
+            total_tokens=self.total_tokens,
+            usage=_usage_to_mapping(self.usage),
+            revision=self._tracker.revision,
+            log_length=self._tracker.log_length,
+            view_length=len(self._tracker.view),
+            original_query=self.original_query,
+            forked_from=self.forked_from,
+            metadata=dict(self.metadata),
+        )
+
+    def note_overlays(
+        self, messages: Iterable[CanonicalMessage], events: Iterable[Mapping[str, Any]] = ()
+    ) -> None:
+        """Mark messages a capability wrote, so the next checkpoint stores them as overlays.
+
+        A placeholder, a cleared tool result or a summary is not history: it goes into the
+        view over the log, never into the log. ``events`` are the compaction events (as
+        JSON objects) that made them; they are recorded with the edit.
+        """
+        self._tracker.note_overlays(messages, events)
+
+    def append_to_log(self, messages: Iterable[CanonicalMessage]) -> None:
+        """Queue raw messages for the log that the view shows only in edited form.
+
+        The run uses it when a new prompt is merged into a pending request: the prompt's
+        own request goes into the log as written, the merged request into the view.
+        """
+        self._tracker.note_log_only(messages)
+
+    def log_seq_of(self, message: CanonicalMessage) -> int | None:
+        """The position in the log of a message of the persisted view (an overlay: its source).
+
+        ``None`` for a message not written yet, or an overlay with no single source.
+        """
+        return self._tracker.origin_of(message)
+
+    def record_tool(self, entry: LedgerEntry) -> None:
+        """Put a tool call's ledger entry in :attr:`ledger`, to be written at the next checkpoint."""
+        self.ledger[entry.tool_call_id] = entry
+        self._tracker.note_ledger(entry)
+
+    def checkpoint(self) -> int:
+        """Write what changed since the last checkpoint to :attr:`store`; return the new revision.
+
+        Costs what changed: new log messages, new view entries, new thoughts and ledger
+        entries; a compaction also writes its overlays and an edit record. Nothing is
+        written when nothing changed.
+
+        Raises:
+            SessionConflictError: Another writer changed the session since it was read
+                (nothing was written; reload with :meth:`open`).
+            SessionStoreError: There is no store, or it cannot be written.
+        """
+        store = self.store
+        if store is None:
+            raise SessionStoreError(
+                "-", "this session has no store; give it one or use save()", session_id=self.session_id
+            )
+        tracker = self._tracker
+        view = self.messages
+        if (
+            tracker.revision
+            and not tracker.dirty
+            and len(view) == len(tracker.view)
+            and view == tracker.view
+            and len(self.thoughts) == tracker.thoughts
+            and self._head_unchanged()
+        ):
+            return tracker.revision
+        self.last_modified = _now()
+        checkpoint, adopted, origins, sources = tracker.checkpoint(
+            self.head_record(), view, self.thoughts, self.ledger
+        )
+        store.commit(checkpoint)
+        tracker.committed(checkpoint, adopted, origins, sources)
+        for entry in checkpoint.ledger:  # answers now in the log leave the ledger (stored once)
+            if entry.result is None and self.ledger.get(entry.tool_call_id, entry).result is not None:
+                self.ledger[entry.tool_call_id] = entry
+        self._written = checkpoint.head
+        return tracker.revision
+
+    def _head_unchanged(self) -> bool:
+        written = self._written
+        if written is None:
+            return False
+        return (
+            written.total_tokens == self.total_tokens
+            and written.current_model == self.current_model
+            and written.usage == _usage_to_mapping(self.usage)
+            and written.original_query == self.original_query
+            and written.metadata == self.metadata
+        )
+
+    def transcript(self) -> list[CanonicalMessage]:
+        """The full raw log: every message as it was first written, with no edit applied.
+
+        Raises:
+            SessionStoreError: The session has no store, or a stored message is invalid.
+        """
+        store = self.store
+        if store is None:
+            raise SessionStoreError(
+                "-", "this session has no store, so it keeps no log", session_id=self.session_id
+            )
+        from harness.wire import load_messages
+
+        entries = store.read_log(self.session_id)
+        if not entries:
+            return []
+        try:
+            return load_messages("[" + ",".join(e.body for e in entries) + "]")
+        except (WireFormatError, ValueError) as exc:
+            raise SessionStoreError(
+                store.url, f"a logged message is not valid: {exc}", session_id=self.session_id
+            ) from exc
+
+    def fork(self, session_id: str | None = None) -> Session:
+        """Copy this stored session under a new id (default: a new uuid4) and open the copy.
+
+        The session must be checkpointed first; what is not yet written is not copied.
+        """
+        store = self.store
+        if store is None:
+            raise SessionStoreError("-", "only a stored session can be forked", session_id=self.session_id)
+        new_id = session_id if session_id is not None else uuid.uuid4().hex
+        store.fork(self.session_id, new_id)
+        return Session.open(store, new_id)
 
     def record_run(
         self,
@@ -248,14 +441,7 @@ class Session:
         """The file's JSON document (exactly the contract's keys)."""
         from harness.wire import messages_to_jsonable
 
-        usage: dict[str, Any] = {
-            "request_tokens": self.usage.request_tokens,
-            "response_tokens": self.usage.response_tokens,
-            "cached_tokens": self.usage.cached_tokens,
-            "cache_write_tokens": self.usage.cache_write_tokens,
-        }
-        for key, value in self.usage.extra.items():
-            usage.setdefault(key, value)
+        usage = _usage_to_mapping(self.usage)
         return {
             "version": SESSION_VERSION,
             "session_id": self.session_id,
@@ -360,11 +546,11 @@ class Session:
         try:
             raw = file.read_bytes()
         except FileNotFoundError:
-            raise _load_error(file, "file not found") from None
+            raise load_error(file, "file not found") from None
         except OSError as exc:
-            raise _load_error(file, f"cannot read: {exc}") from exc
+            raise load_error(file, f"cannot read: {exc}") from exc
         try:
-            session = _session_from_bytes(file, raw)
+            session = cls(**session_fields_from_bytes(file, raw))
         except SessionLoadError:
             _QUARANTINED.add(_key(file))
             raise
@@ -372,203 +558,24 @@ class Session:
         return session
 
 
-# --------------------------------------------------------------------- load helpers
+def _usage_to_mapping(usage: Usage) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "request_tokens": usage.request_tokens,
+        "response_tokens": usage.response_tokens,
+        "cached_tokens": usage.cached_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+    }
+    for key, value in usage.extra.items():
+        data.setdefault(key, value)
+    return data
 
 
-def _require(file: Path, data: Mapping[str, Any], key: str, types: tuple[type, ...], what: str) -> Any:
-    if key not in data:
-        raise _load_error(file, f"missing key {key!r}")
-    value = data[key]
-    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-        raise _load_error(file, f"key {key!r} must be {what}, got {type(value).__name__}")
-    return value
-
-
-def _timestamp(file: Path, data: Mapping[str, Any], key: str) -> datetime:
-    value = _require(file, data, key, (str,), "an ISO 8601 timestamp string")
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise _load_error(file, f"key {key!r} is not an ISO 8601 timestamp: {value!r}") from None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
-
-
-def _usage(file: Path, value: Any, version: int) -> Usage:
-    if value is None:
-        return Usage()
-    if not isinstance(value, Mapping):
-        raise _load_error(file, f"key 'session_total_usage' must be an object, got {type(value).__name__}")
-    data: Mapping[str, Any] = value  # pyright: ignore[reportUnknownVariableType]
-    for key, item in data.items():
-        if key in (*_USAGE_KEYS, "prompt_tokens", "completion_tokens") and (
-            not isinstance(item, int) or isinstance(item, bool)
-        ):
-            raise _load_error(file, f"session_total_usage.{key} must be an integer, got {item!r}")
-    if version == 1 or "prompt_tokens" in data:
-        # tunacode's UsageMetrics: prompt_tokens, completion_tokens, cached_tokens, cost.
-        known = {"prompt_tokens", "completion_tokens", "cached_tokens"}
-        return Usage(
-            request_tokens=int(data.get("prompt_tokens", data.get("request_tokens", 0))),
-            response_tokens=int(data.get("completion_tokens", data.get("response_tokens", 0))),
-            cached_tokens=int(data.get("cached_tokens", 0)),
-            extra={k: v for k, v in data.items() if k not in known and k not in _USAGE_KEYS},
-        )
+def _usage_from_mapping(data: Mapping[str, Any]) -> Usage:
+    known = ("request_tokens", "response_tokens", "cached_tokens", "cache_write_tokens")
     return Usage(
         request_tokens=int(data.get("request_tokens", 0)),
         response_tokens=int(data.get("response_tokens", 0)),
         cached_tokens=int(data.get("cached_tokens", 0)),
         cache_write_tokens=int(data.get("cache_write_tokens", 0)),
-        extra={k: v for k, v in data.items() if k not in _USAGE_KEYS},
+        extra={k: v for k, v in data.items() if k not in known},
     )
-
-
-def _session_from_bytes(file: Path, raw: bytes) -> Session:
-    if not raw.strip():
-        raise _load_error(file, "file is empty")
-    from harness.wire import decode_json
-
-    try:
-        data = decode_json(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise _load_error(file, f"not valid JSON (truncated or corrupt?): {exc}") from exc
-    except (ValueError, RecursionError) as exc:
-        raise _load_error(file, f"not valid JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise _load_error(file, f"top level must be a JSON object, got {type(data).__name__}")
-    doc: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
-    version = _require(file, doc, "version", (int,), "an integer")
-    if version not in (1, SESSION_VERSION):
-        raise _load_error(file, f"unknown version {version!r} (this release reads 1 and {SESSION_VERSION})")
-    session_id = _require(file, doc, "session_id", (str,), "a string")
-    if not session_id:
-        raise _load_error(file, "key 'session_id' is empty")
-    project_id = _require(file, doc, "project_id", (str,), "a string")
-    created_at = _timestamp(file, doc, "created_at")
-    last_modified = (
-        _timestamp(file, doc, "last_modified") if "last_modified" in doc or version > 1 else created_at
-    )
-    working_directory = doc.get("working_directory", "")
-    if not isinstance(working_directory, str):
-        raise _load_error(file, "key 'working_directory' must be a string")
-    current_model = doc.get("current_model")
-    if current_model is not None and not isinstance(current_model, str):
-        raise _load_error(file, "key 'current_model' must be a string or null")
-    if version > 1 or "total_tokens" in doc:
-        total_tokens = _require(file, doc, "total_tokens", (int,), "an integer")
-    else:
-        total_tokens = 0  # tunacode dropped the key in 2026-02
-    usage = _usage(file, doc.get("session_total_usage"), version)
-    thoughts_raw = doc.get("thoughts", [])
-    if not isinstance(thoughts_raw, list):
-        raise _load_error(file, "key 'thoughts' must be a list")
-    thoughts: list[str] = []
-    for index, item in enumerate(thoughts_raw):  # pyright: ignore[reportUnknownVariableType,reportUnknownArgumentType]
-        if not isinstance(item, str):
-            raise _load_error(file, f"thoughts[{index}] must be a string, got {type(item).__name__}")  # pyright: ignore[reportUnknownArgumentType]
-        thoughts.append(item)
-    raw_messages = _require(file, doc, "messages", (list,), "a list")
-    from harness.wire import load_messages_and_thoughts
-
-    try:
-        messages, legacy_thoughts = load_messages_and_thoughts(raw_messages)
-    except WireFormatError as exc:
-        raise _load_error(file, f"messages: {exc}") from exc
-    return Session(
-        session_id=session_id,
-        project_id=project_id,
-        created_at=created_at,
-        last_modified=last_modified,
-        working_directory=working_directory,
-        current_model=current_model,
-        total_tokens=total_tokens,
-        usage=usage,
-        thoughts=[*thoughts, *legacy_thoughts],
-        messages=list(messages),
-        path=file,
-    )
-
-
-# --------------------------------------------------------------------- listing
-
-
-@attrs.frozen
-class SessionInfo:
-    """Metadata of a saved session (see :func:`list_sessions`)."""
-
-    session_id: str
-    created_at: str
-    last_modified: str
-    message_count: int
-    current_model: str | None
-    path: Path
-
-
-@attrs.frozen
-class SessionProblem:
-    """A file :func:`list_sessions` could not read, and why."""
-
-    path: Path
-    reason: str
-
-
-@attrs.frozen
-class SessionListing:
-    """Result of :func:`list_sessions`: readable sessions (newest first) and problems."""
-
-    sessions: tuple[SessionInfo, ...]
-    problems: tuple[SessionProblem, ...]
-
-
-def _info(file: Path) -> SessionInfo:
-    try:
-        data = json.loads(file.read_bytes())
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise _load_error(file, f"not readable JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise _load_error(file, "top level must be a JSON object")
-    doc: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
-    version = doc.get("version")
-    if version not in (1, SESSION_VERSION):
-        raise _load_error(file, f"unknown version {version!r}")
-    session_id = _require(file, doc, "session_id", (str,), "a string")
-    created = _timestamp(file, doc, "created_at")
-    modified = _timestamp(file, doc, "last_modified") if "last_modified" in doc else created
-    messages = _require(file, doc, "messages", (list,), "a list")
-    model = doc.get("current_model")
-    return SessionInfo(
-        session_id=session_id,
-        created_at=created.isoformat(),
-        last_modified=modified.isoformat(),
-        message_count=len(messages),  # pyright: ignore[reportUnknownArgumentType]
-        current_model=model if isinstance(model, str) else None,
-        path=file,
-    )
-
-
-def list_sessions(directory: str | os.PathLike[str] | None = None) -> SessionListing:
-    """List the sessions saved in ``directory`` (default :func:`default_session_dir`).
-
-    Sessions are sorted newest first by ``last_modified``. Files that cannot be read are
-    not skipped silently: each one is reported in ``problems`` with the reason.
-    """
-    folder = Path(directory) if directory is not None else default_session_dir()
-    if not folder.is_dir():
-        return SessionListing((), ())
-    infos: list[tuple[datetime, SessionInfo]] = []
-    problems: list[SessionProblem] = []
-    for file in sorted(folder.glob("*.json")):
-        try:
-            info = _info(file)
-        except SessionLoadError as exc:
-            problems.append(SessionProblem(file, exc.reason))
-            continue
-        infos.append((datetime.fromisoformat(info.last_modified), info))
-    infos.sort(key=lambda item: item[0], reverse=True)
-    return SessionListing(tuple(info for _, info in infos), tuple(problems))
-
-
-def find_session(session_id: str, directory: str | os.PathLike[str] | None = None) -> Path | None:
-    """Return the file of ``session_id`` in ``directory`` (``*_<id>.json``), if any."""
-    folder = Path(directory) if directory is not None else default_session_dir()
-    matches = sorted(folder.glob(f"*_{session_id}.json"))
-    return matches[0] if matches else None

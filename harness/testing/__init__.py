@@ -15,6 +15,10 @@ pytest fixtures of :mod:`harness.testing.pytest_plugin` available in every test
   specifications and the ordering rules.
 * :func:`check_capability_invariants`: a ready-made hypothesis property test.
 * :func:`corpus_dir` / :func:`corpus_files`: the transcript corpus, when present.
+* :class:`StoreConformance`: the pytest suite a session store runs against its own factory
+  (:mod:`harness.testing.store_conformance`; loaded on first use, it needs pytest), and
+  :func:`store_problems` / :func:`assert_store_consistent`, the consistency check of a
+  stored session it applies after every crash.
 
 ``harness.testing.strategies`` (hypothesis strategies) and
 :func:`check_capability_invariants` need the ``testing`` extra (``hypothesis``).
@@ -31,12 +35,15 @@ __all__ = [
     "Problem",
     "Registrar",
     "ScriptedCall",
+    "StoreConformance",
+    "StoreFactory",
     "assert_history_unchanged",
     "assert_invariants",
     "assert_memo_matches_fresh",
     "assert_no_split_tool_pairs",
     "assert_plugin_valid",
     "assert_request_kept",
+    "assert_store_consistent",
     "assert_transformation_safe",
     "assert_user_prompts_kept",
     "check_capability_invariants",
@@ -46,11 +53,13 @@ __all__ = [
     "corpus_files",
     "make_context",
     "scripted_model",
+    "store_problems",
     "tool_call",
 ]
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from harness.testing.assertions import (
     assert_history_unchanged,
@@ -66,6 +75,19 @@ from harness.testing.models import ScriptedCall, scripted_model, tool_call
 from harness.testing.properties import check_capability_invariants
 from harness.testing.recording import HookCall, HookRecorder, Registrar
 from harness.testing.replay import OTHER_STRATEGY_MARK, assert_memo_matches_fresh, clearable_returns
+from harness.testing.store_workers import assert_store_consistent, store_problems
+
+if TYPE_CHECKING:
+    from harness.testing.store_conformance import StoreConformance, StoreFactory
+
+
+def __getattr__(name: str) -> Any:
+    """``StoreConformance`` and ``StoreFactory`` import pytest, so they load on first use."""
+    if name in ("StoreConformance", "StoreFactory"):
+        from harness.testing import store_conformance
+
+        return getattr(store_conformance, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def corpus_dir() -> Path | None:

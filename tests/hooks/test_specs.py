@@ -25,6 +25,7 @@ FACADE = {
     "on_compaction": "notify_compaction",
     "count_tokens": "count_tokens",
     "resolve_model": "resolve_model",
+    "resolve_store": "resolve_store",
 }
 
 
@@ -57,7 +58,7 @@ def test_only_the_decision_hooks_are_firstresult() -> None:
     firstresult = {
         name for name, spec in SPECS.items() if getattr(spec, f"{PROJECT_NAME}_spec")["firstresult"]
     }
-    assert firstresult == {"count_tokens", "resolve_model"}
+    assert firstresult == {"count_tokens", "resolve_model", "resolve_store"}
     for name in firstresult:
         assert "firstresult" in (inspect.getdoc(SPECS[name]) or "")
     assert set(SPECS) - firstresult == ASYNC_HOOKS

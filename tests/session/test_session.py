@@ -466,7 +466,7 @@ def test_a_throw_away_session_runs_no_subprocess(monkeypatch: pytest.MonkeyPatch
     """Issue 12 #11: ``Session()`` must not run ``git rev-parse`` until project_id is needed."""
     import subprocess
 
-    import harness.session as session_module
+    import harness.session.paths as session_module
 
     session_module._project_id.cache_clear()  # pyright: ignore[reportPrivateUsage]
     calls: list[object] = []

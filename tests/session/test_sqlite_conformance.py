@@ -1,0 +1,15 @@
+"""SqliteStore passes the store conformance kit (harness.testing.store_conformance)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.session.store import store_url
+from harness.testing.store_conformance import StoreConformance
+
+
+class TestSqliteConformance(StoreConformance):
+    opener = "harness.session:open_store"
+
+    def store_spec(self, tmp_path: Path, name: str) -> str:
+        return store_url(tmp_path / f"{name}.db")
