@@ -17,6 +17,7 @@ from harness.errors import MessageError
 
 if TYPE_CHECKING:
     from harness.core.model import Model
+    from harness.session import Session
     from harness.tokens import TokenCounter
 
 
@@ -74,6 +75,14 @@ class RequestContext:
         request_scoped: Parts sent with this request only, never stored.
         events: Every compaction event reported during this request.
         state: Free-form per-run storage for plugins, keyed by plugin name.
+        session: The session the run works on (``None`` for ``harness.compact`` on a
+            bare history). A stored session's log keeps every message a capability
+            replaces; :meth:`Session.log_seq_of <harness.session.Session.log_seq_of>`
+            names a message's place in it.
+        references: Set by a recall capability (``harness-recall``): returns the short
+            reference a placeholder should carry so the model can fetch the original
+            content back, or ``None``. ``None`` (no recall installed): placeholders stay
+            as they are. Read it through :meth:`reference_for`.
     """
 
     messages: list[CanonicalMessage]
@@ -89,6 +98,22 @@ class RequestContext:
     events: list[CompactionEvent] = attrs.field(factory=list[CompactionEvent])
     state: dict[str, Any] = attrs.field(factory=dict[str, Any])
     on_event: Callable[[RequestContext, CompactionEvent], None] | None = attrs.field(default=None, repr=False)
+    session: Session | None = attrs.field(default=None, repr=False)
+    references: Callable[[CanonicalMessage, Part | None], str | None] | None = attrs.field(
+        default=None, repr=False
+    )
+
+    def reference_for(self, message: CanonicalMessage, part: Part | None = None) -> str | None:
+        """The recall reference for ``message`` (or one of its parts), or ``None``.
+
+        Capabilities that replace content with a placeholder (cleared tool results,
+        deduplicated reads, summaries) call this with the *original* message and append
+        the reference to the placeholder when it is not ``None``; the model can then
+        call ``recall(ref)`` to read the original from the session's log.
+        """
+        if self.references is None:
+            return None
+        return self.references(message, part)
 
     def count_tokens(self, messages: Sequence[CanonicalMessage] | None = None) -> int:
         """Exact token count of ``messages`` (default: the current history), cached per part."""

@@ -16,7 +16,7 @@ __all__ = ["Agent", "RunResult"]
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
@@ -57,6 +57,21 @@ class RunResult:
     state: RunState = attrs.field(factory=RunState, repr=False)
 
 
+def _capability_tools(capability: object) -> Sequence[Tool | Callable[..., Any]]:
+    """The tools a capability provides through ``tools`` (a sequence, or a method returning one)."""
+    provided = getattr(capability, "tools", None)
+    if provided is None:
+        return ()
+    if callable(provided) and not isinstance(provided, Tool):
+        provided = provided()
+    if isinstance(provided, Tool) or not isinstance(provided, Sequence):
+        raise TypeError(
+            f"capability {type(capability).__name__}.tools must be a sequence of tools or functions, "
+            f"got {type(provided).__name__}"
+        )
+    return cast(Sequence[Tool | Callable[..., Any]], provided)
+
+
 def _positive(name: str, value: int) -> None:
     if value < 1:
         raise ValueError(f"{name} must be at least 1, got {value}")
@@ -71,6 +86,9 @@ class Agent:
             :func:`~harness.models.resolve.resolve_model` (plugins' ``resolve_model`` hook
             first, then the built-in providers).
         tools: Tools or plain functions (turned into tools with :meth:`Tool.from_function`).
+            A capability may provide tools too, through a ``tools`` attribute (a sequence,
+            or a method returning one; ``harness-recall``'s ``recall`` and
+            ``search_history`` come this way); a name used twice raises.
         capabilities: Capabilities, run before every model request in this order (adjusted
             only by their ``runs_before`` / ``runs_after`` declarations): capability objects,
             short-form stack strings such as ``"sliding_window:max_messages=80,keep_messages=10"``
@@ -155,6 +173,16 @@ class Agent:
             self.plugin_manager.add_capabilities(
                 capabilities, resolve_model=lambda text: resolve_model(text, plugin_manager=manager)
             )
+        for capability in self.plugin_manager.capabilities:
+            for item in _capability_tools(capability):
+                tool = as_tool(item)
+                if tool.name in tools_by_name:
+                    raise ToolDefinitionError(
+                        f"capability {type(capability).__name__} provides a tool named {tool.name!r}, "
+                        "and another tool has that name",
+                        tool_name=tool.name,
+                    )
+                tools_by_name[tool.name] = tool
         self.run_settings = RunSettings(
             model=resolved,
             tools=tools_by_name,

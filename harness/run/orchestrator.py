@@ -46,6 +46,7 @@ from harness.core.messages import (
     ThoughtPart,
     ToolCallPart,
     Usage,
+    UserPromptPart,
     with_harness_mark,
 )
 from harness.core.nodes import CallToolsNode, EndNode, ModelRequestNode, Node
@@ -62,6 +63,7 @@ from harness.hooks.manager import PluginManager
 from harness.run.executor import ToolExecutor
 from harness.run.fallback import with_fallback_tool_calls
 from harness.run.outgoing import build_outgoing, system_parts
+from harness.run.persist import SessionWriter
 from harness.run.prepare import prepare_history
 from harness.run.recovery import INTERRUPTED_MARKER, answer_interrupted_batch, append_interrupted
 from harness.run.responses import (
@@ -70,6 +72,7 @@ from harness.run.responses import (
     normalise_response,
     unique_tool_call_ids,
 )
+from harness.run.resume import pending_calls, plan_resume
 from harness.run.settings import RunSettings
 from harness.session import Session
 from harness.tokens import TokenCounter
@@ -135,6 +138,7 @@ class RequestOrchestrator:
         self._task: asyncio.Task[Any] | None = None
         self._aborted = False
         self._events: list[ToolEvent] = []
+        self.writer = SessionWriter(session, self.ctx, self.executor)
 
     @property
     def history(self) -> list[CanonicalMessage]:
@@ -169,8 +173,9 @@ class RequestOrchestrator:
         timeout = self.settings.request_timeout
         scope: asyncio.Timeout | None = None
         try:
-            self._prepare()
             async with asyncio.timeout(timeout) as scope:
+                await self._resume()
+                self._prepare()
                 output = await self._iterate()
         except BaseException as exc:
             kind: _Kind = "error"
@@ -209,14 +214,39 @@ class RequestOrchestrator:
 
     # ---------------------------------------------------------------- steps
 
+    async def _resume(self) -> None:
+        """Answer the calls a stopped run left unanswered (see :mod:`harness.run.resume`)."""
+        calls = pending_calls(self.session.messages)
+        if not calls or self.session.store is None:
+            return
+        plan = plan_resume(calls, self.session.ledger, self.settings.tools)
+        for entry in plan.ledger:
+            self.session.record_tool(entry)
+        self.ctx.messages = list(self.session.messages)
+        answers = dict(plan.answers)
+        if plan.rerun:
+            self._batch = plan.rerun
+            rerun = await self.executor.run_batch(plan.rerun)
+            self._batch = None
+            for call, part in zip(plan.rerun, rerun.parts, strict=True):
+                answers[call.tool_call_id] = part
+        self.ctx.messages.append(CanonicalMessage.request(*(answers[call.tool_call_id] for call in calls)))
+        self.writer.step((), self.session.current_model)
+        self.ctx.messages = list(self.session.messages)
+
     def _prepare(self) -> None:
-        messages = prepare_history(self.session.messages, self.ctx.prompt, self.counter)
+        request = None
+        if self.ctx.prompt is not None:
+            request = CanonicalMessage.request(UserPromptPart(self.ctx.prompt, timestamp=datetime.now(UTC)))
+        before = self.session.messages
+        messages = prepare_history(before, self.ctx.prompt, self.counter, request=request)
         self.added = 1
         # One pass over the parts; ``message.tool_calls`` would build a tuple per message.
         self._known_ids = {
             part.tool_call_id for m in messages for part in m.parts if isinstance(part, ToolCallPart)
         }
         self.ctx.messages = messages
+        self.writer.prepared(before, messages, request)
 
     async def _iterate(self) -> str | None:
         while True:
@@ -245,12 +275,16 @@ class RequestOrchestrator:
             max_iterations=self.settings.max_iterations,
             request_id=self.ctx.request_id,
             state=self.ctx.state,  # per-run storage, shared by every request of the run
+            session=self.session,
         )
         before = len(self.history)
+        snapshot = list(self.history) if self.session.store is not None else None
         try:
             await self.pm.run_before_model_request(ctx)
         finally:
             self._adopt(ctx, before)
+            if snapshot is not None:
+                self.writer.edited(snapshot, ctx.events)
         if not self.history or self.history[-1].kind != "request":
             raise HarnessError("before_model_request left a history that does not end with the request")
         return build_outgoing(self.history, await system_parts(self.settings, self.ctx), ctx.request_scoped)
@@ -306,6 +340,7 @@ class RequestOrchestrator:
     def _append(self, message: CanonicalMessage) -> None:
         self.history.append(message)
         self.added += 1
+        self.writer.step(self.thoughts, self.model.model_name)
 
     def _adopt(self, ctx: RequestContext, before: int) -> None:
         """Make the capabilities' edits the run's history and charge their usage."""
@@ -339,12 +374,22 @@ class RequestOrchestrator:
         self.history[-1] = last.replace(parts=(*last.parts, nudge))
 
     async def _emit(self, event: ToolEvent) -> None:
+        self.writer.tool_event(event)
         await self.pm.notify_tool(self.ctx, event)
 
     # ---------------------------------------------------------------- finish / recover
 
     def _hand_over(self) -> None:
-        """The run's one write to the session: its history, usage and thoughts, then save."""
+        """The run's last write to the session: its history, usage and thoughts, then save.
+
+        A stored session was checkpointed at every step; this writes the totals. Any other
+        session takes the run's result here, once, and is saved when it has a path.
+        """
+        if self.writer.enabled:
+            self.writer.finish(
+                self.thoughts, self.model.model_name, self.counter.count_messages(self.history)
+            )
+            return
         self.session.record_run(
             messages=self.history,
             usage=self.ctx.usage,

@@ -18,7 +18,11 @@ from harness.tokens import TokenCounter
 
 
 def prepare_history(
-    messages: Sequence[CanonicalMessage], prompt: str | None, counter: TokenCounter
+    messages: Sequence[CanonicalMessage],
+    prompt: str | None,
+    counter: TokenCounter,
+    *,
+    request: CanonicalMessage | None = None,
 ) -> list[CanonicalMessage]:
     """Return the history a run starts from: cleaned, with ``prompt`` as its last request.
 
@@ -26,6 +30,8 @@ def prepare_history(
         messages: The session's stored history (not modified).
         prompt: The new user prompt, or ``None`` to continue a pending request.
         counter: Token counter for pruning old tool outputs.
+        request: The request holding ``prompt``, when the caller built it (to know it
+            afterwards); default: a new request with one user-prompt part.
 
     Raises:
         HarnessError: ``prompt`` is ``None`` but the history does not end with a request.
@@ -34,7 +40,8 @@ def prepare_history(
     prepared = hist.prune_old_tool_outputs(prepared, counter=counter).messages
     prepared = hist.run_cleanup_loop(prepared).messages
     if prompt is not None:
-        request = CanonicalMessage.request(UserPromptPart(prompt, timestamp=datetime.now(UTC)))
+        if request is None:
+            request = CanonicalMessage.request(UserPromptPart(prompt, timestamp=datetime.now(UTC)))
         prepared = hist.merge_trailing_request(prepared, request).messages
     elif not prepared or prepared[-1].kind != "request":
         raise HarnessError(
