@@ -3,13 +3,16 @@
 Usage: python .ci/plugin_alone.py <entry-point name>
 It finds the capability through the ``harness`` entry-point group, builds it with a small
 configuration, applies it with ``harness.compact_sync`` to a history that needs work, and
-checks the result is still a valid history.
+checks the result is still a valid history. A store plugin (listed in ``STORES``) is checked
+instead by opening a store through ``harness.open_store`` and round-tripping a session.
 """
 
 from __future__ import annotations
 
 import sys
 import warnings
+from collections.abc import Callable, Generator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 warnings.simplefilter("ignore")
@@ -23,6 +26,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "clear_tool_results": {"max_messages": 10, "keep_pairs": 1},
     "dedupe_file_reads": {},
     "limit_warner": {"max_iterations": 10},
+    "recall": {"max_chars": 2000},
     "summarizing": {"max_messages": 10, "keep_messages": 4},
 }
 
@@ -39,10 +43,51 @@ def history() -> list[CanonicalMessage]:
     return messages
 
 
+@contextmanager
+def _postgres_url() -> Generator[str, None, None]:
+    """A store URL on the test server (HARNESS_TEST_POSTGRES_DSN) in a schema dropped afterwards."""
+    from harness_postgres.testing import schema_url, temporary_schema, test_dsn
+
+    dsn = test_dsn()
+    with temporary_schema(dsn, prefix="plugin_alone") as schema:
+        yield schema_url(dsn, schema)
+
+
+STORES: dict[str, Callable[[], AbstractContextManager[str]]] = {"postgres": _postgres_url}
+"""Store plugins (a ``resolve_store`` hook, no capability) by entry-point name: a URL to open."""
+
+
+def check_store(name: str, manager: PluginManager) -> int:
+    """Open a store of plugin ``name`` through ``harness.open_store`` and round-trip a session."""
+    from harness import Session, open_store
+
+    with STORES[name]() as url:
+        store = open_store(url, plugin_manager=manager)
+        session = Session.create(store=store, messages=history()[:4])
+        session.checkpoint()
+        session.messages = session.messages + history()[4:]
+        revision = session.checkpoint()
+        store.close()
+        reader = open_store(url, plugin_manager=manager)
+        reopened = Session.open(reader, session.session_id)
+        same = (
+            reopened.messages == session.messages == reopened.transcript() and reopened.revision == revision
+        )
+        problems = check_invariants(reopened.messages)
+        print(
+            f"{name}: {type(reader).__name__} {reader.url}: revision {revision}, {len(reopened.messages)} "
+            f"messages {'round-tripped' if same else 'DIFFER'}, invariants {problems or 'clean'}"
+        )
+        reader.close()
+    return 0 if same and not problems else 1
+
+
 def main(name: str) -> int:
-    """Check the one installed capability ``name``; return the process exit code."""
+    """Check the one installed capability (or store plugin) ``name``; return the process exit code."""
     manager = PluginManager()
     manager.load_entrypoint_plugins()
+    if name in STORES:
+        return check_store(name, manager)
     available = manager.available_capabilities()
     others = sorted(set(available) - {name})
     if name not in available or others:

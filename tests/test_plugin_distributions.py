@@ -11,9 +11,13 @@ from pathlib import Path
 import pytest
 
 from harness.capabilities import Capability
+from harness.core.markers import PROJECT_NAME
 
 PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
-DISTRIBUTIONS = sorted(p for p in PLUGINS.iterdir() if (p / "pyproject.toml").is_file())
+ALL_DISTRIBUTIONS = sorted(p for p in PLUGINS.iterdir() if (p / "pyproject.toml").is_file())
+STORE_DISTRIBUTIONS = {"harness-postgres": "PostgresStore"}
+"""Session-store distributions (a module entry point answering ``resolve_store``), with their store class."""
+DISTRIBUTIONS = [p for p in ALL_DISTRIBUTIONS if p.name not in STORE_DISTRIBUTIONS]
 
 
 def _entry_points() -> dict[str, str]:
@@ -25,6 +29,7 @@ def test_there_are_six_capability_distributions() -> None:
         "harness-clear-tool-results",
         "harness-dedupe-file-reads",
         "harness-limit-warner",
+        "harness-recall",
         "harness-sliding-window",
         "harness-summarizing",
         "harness-tiered",
@@ -54,6 +59,22 @@ def test_distribution_layout(folder: Path) -> None:
     assert "Parameter" in readme or "parameter" in readme
 
 
+@pytest.mark.parametrize("distribution", sorted(STORE_DISTRIBUTIONS))
+def test_store_distribution_layout(distribution: str) -> None:
+    folder = PLUGINS / distribution
+    project = tomllib.loads((folder / "pyproject.toml").read_text())["project"]
+    assert project["name"] == distribution
+    package = distribution.replace("-", "_")
+    assert (folder / package / "py.typed").is_file()
+    assert any(dep.startswith("harness-loop") and "<" in dep for dep in project["dependencies"])
+    [(name, target)] = project["entry-points"]["harness"].items()
+    assert ":" not in target, "a store plugin's entry point names its module, registered as a plugin"
+    assert _entry_points()[name] == target
+    module = importlib.import_module(target)
+    assert hasattr(module.resolve_store, f"{PROJECT_NAME}_impl"), "the module implements resolve_store"
+    assert STORE_DISTRIBUTIONS[distribution] in (folder / "README.md").read_text()
+
+
 PUBLIC_PACKAGES = {
     "harness",
     "harness.errors",
@@ -66,6 +87,9 @@ PUBLIC_PACKAGES = {
     "harness.capabilities",
     "harness.hooks",
     "harness.testing",
+    # The helpers a SQL store backend shares with SqliteStore: row conversion and searchable text.
+    "harness.session.rows",
+    "harness.session.text",
 }
 """What a plugin may import from: the layer packages' curated APIs, never their modules."""
 
@@ -81,7 +105,7 @@ def _core_imports(source: Path) -> list[tuple[str, list[str]]]:
     return found
 
 
-@pytest.mark.parametrize("folder", DISTRIBUTIONS, ids=[p.name for p in DISTRIBUTIONS])
+@pytest.mark.parametrize("folder", ALL_DISTRIBUTIONS, ids=[p.name for p in ALL_DISTRIBUTIONS])
 def test_plugins_import_only_the_public_core_api(folder: Path) -> None:
     package = folder / folder.name.replace("-", "_")
     for source in package.glob("*.py"):
@@ -98,6 +122,8 @@ def test_declared_ordering_names_exist() -> None:
     """A misspelt runs_before/runs_after name would be silently ignored; catch it here."""
     names = set(_entry_points())
     for name, target in _entry_points().items():
+        if ":" not in target:
+            continue  # a module plugin (a session store): no ordering
         module, attribute = target.split(":")
         cls = getattr(importlib.import_module(module), attribute)
         for declared in (*cls.runs_before, *cls.runs_after):

@@ -17,7 +17,7 @@ __all__ = ["CLEARED_ARGS_KEY", "DEFAULT_PLACEHOLDER", "ClearToolResults"]
 
 import json
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import attrs
@@ -33,6 +33,19 @@ DEFAULT_PLACEHOLDER = "[tool result cleared]"
 
 CLEARED_ARGS_KEY = "_cleared"
 """Key of the JSON object that replaces cleared tool-call arguments: ``{"_cleared": placeholder}``."""
+
+_References = Callable[[CanonicalMessage, Part | None], str | None]
+"""``RequestContext.references``: the recall reference of a message's part (harness-recall)."""
+
+
+def _with_reference(
+    text: str, references: _References | None, message: CanonicalMessage | None, part: Part
+) -> str:
+    """``text`` plus `` [recall: <ref>]`` when a recall capability names the original part."""
+    if references is None or message is None:
+        return text
+    ref = references(message, part)
+    return text if ref is None else f"{text} [recall: {ref}]"
 
 
 def _tool_names(value: Iterable[str]) -> frozenset[str]:
@@ -80,6 +93,7 @@ class _Memo:
     pairs: list[tuple[int, int, int, int]]
     settled: int
     decisions: dict[int, _Decision] = attrs.field(factory=dict[int, "_Decision"])
+    references: _References | None = None  # the ``ctx.references`` the decisions were made with
 
 
 def _extends(messages: Sequence[CanonicalMessage], seen: list[CanonicalMessage]) -> bool:
@@ -124,6 +138,10 @@ class ClearToolResults(Capability):
 
     Cleared parts carry the harness mark ``{"cleared": "clear_tool_results"}``; they are
     recognised by that mark, never by their text, so running twice changes nothing.
+
+    With a recall capability installed (``harness-recall`` sets ``ctx.references``), each
+    placeholder ends with `` [recall: <ref>]``, the reference of the original in the
+    session's log; without one (``ctx.references is None``) it is exactly ``placeholder``.
 
     The instance remembers its last scan (the history as it left it, the pairs, which old
     pairs are settled and its decisions for the others). When the next history is that one
@@ -235,23 +253,36 @@ class ClearToolResults(Capability):
 
     # -- action --------------------------------------------------------------------------
 
-    def _cleared_return(self, part: ToolReturnPart) -> ToolReturnPart | None:
+    def _cleared_return(
+        self,
+        part: ToolReturnPart,
+        message: CanonicalMessage | None = None,
+        references: _References | None = None,
+    ) -> ToolReturnPart | None:
         if _is_cleared(part) or part.content == self.placeholder:
             return None
         try:
             metadata = marked_metadata(part.metadata, cleared=self.name)
         except MessageError:
             return None  # metadata we cannot mark: leave the part alone rather than lose track of it
-        return evolve(part, content=self.placeholder, metadata=metadata)
+        content = _with_reference(self.placeholder, references, message, part)
+        return evolve(part, content=content, metadata=metadata)
 
-    def _cleared_call(self, part: ToolCallPart) -> ToolCallPart | None:
+    def _cleared_call(
+        self,
+        part: ToolCallPart,
+        message: CanonicalMessage | None = None,
+        references: _References | None = None,
+    ) -> ToolCallPart | None:
         if _is_cleared(part) or not _has_args(part):
             return None
         try:
             metadata = marked_metadata(part.metadata, cleared=self.name)
         except MessageError:
             return None
-        replacement: dict[str, Any] = {CLEARED_ARGS_KEY: self.placeholder}
+        replacement: dict[str, Any] = {
+            CLEARED_ARGS_KEY: _with_reference(self.placeholder, references, message, part)
+        }
         args: Mapping[str, Any] | str = json.dumps(replacement) if isinstance(part.args, str) else replacement
         return evolve(part, args=args, metadata=metadata)
 
@@ -274,7 +305,7 @@ class ClearToolResults(Capability):
         """
         with self._lock:
             memo = self._scan(messages)
-            changes, ids, freed, _settled, untouched = self._evaluate(messages, memo, counter)
+            changes, ids, freed, _settled, untouched = self._evaluate(messages, memo, counter, None)
             memo.settled = untouched
             self._memo[:] = [memo]
             return changes, ids, freed
@@ -307,8 +338,9 @@ class ClearToolResults(Capability):
         messages: Sequence[CanonicalMessage],
         pair: tuple[int, int, int, int],
         counter: PartCounter,
+        references: _References | None = None,
     ) -> _Decision:
-        """The replacements one old pair gets (a pure function of its two parts)."""
+        """The replacements one old pair gets (a pure function of its two parts and ``references``)."""
         rm, rp, cm, cp = pair
         ret = messages[rm].parts[rp]
         call = messages[cm].parts[cp]
@@ -317,9 +349,9 @@ class ClearToolResults(Capability):
         exclude = self.exclude_tools
         if call.tool_name in exclude or (ret.tool_name is not None and ret.tool_name in exclude):
             return None, 0, None, 0
-        new_ret = self._cleared_return(ret)
+        new_ret = self._cleared_return(ret, messages[rm], references)
         saved_ret = 0 if new_ret is None else counter.count_part(ret) - counter.count_part(new_ret)
-        new_call = self._cleared_call(call) if self.clear_tool_inputs else None
+        new_call = self._cleared_call(call, messages[cm], references) if self.clear_tool_inputs else None
         saved_call = 0 if new_call is None else counter.count_part(call) - counter.count_part(new_call)
         return (
             new_ret if saved_ret > 0 else None,
@@ -329,14 +361,22 @@ class ClearToolResults(Capability):
         )
 
     def _evaluate(
-        self, messages: Sequence[CanonicalMessage], memo: _Memo, counter: PartCounter
+        self,
+        messages: Sequence[CanonicalMessage],
+        memo: _Memo,
+        counter: PartCounter,
+        references: _References | None,
     ) -> tuple[dict[int, dict[int, Part]], list[str], int, int, int]:
         """Decide every old pair not yet settled.
 
         Returns ``(changes, call_ids, freed, settled_if_applied, settled_if_not)``: the
         number of leading pairs that need nothing more once the changes are applied, and
         if they are not (a clear skipped by ``min_clear_tokens``, or a dry ``plan``).
+        ``references`` (``ctx.references``) adds recall references to the placeholders.
         """
+        if memo.references is not references:  # remembered decisions carry the other references
+            memo.decisions.clear()
+            memo.references = references
         last = len(messages) - 1
         current = last if last >= 0 and messages[last].kind == "request" else -1
         pairs = memo.pairs
@@ -360,7 +400,7 @@ class ClearToolResults(Capability):
                 continue
             decision = decisions.get(index)
             if decision is None:
-                decision = decisions[index] = self._decide(messages, pairs[index], counter)
+                decision = decisions[index] = self._decide(messages, pairs[index], counter, references)
             new_ret, saved_ret, new_call, saved_call = decision
             touched = False
             if new_ret is not None:
@@ -397,7 +437,9 @@ class ClearToolResults(Capability):
         messages = ctx.messages
         with self._lock:
             memo = self._scan(messages)
-            changes, ids, freed, settled, untouched = self._evaluate(messages, memo, ctx.token_counter)
+            changes, ids, freed, settled, untouched = self._evaluate(
+                messages, memo, ctx.token_counter, ctx.references
+            )
             self._memo[:] = [memo]
             if not changes or (self.min_clear_tokens is not None and freed < self.min_clear_tokens):
                 memo.settled = untouched

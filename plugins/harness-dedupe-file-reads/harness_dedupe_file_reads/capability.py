@@ -12,7 +12,8 @@ __all__ = ["DEFAULT_PLACEHOLDER", "DeduplicateFileReads", "render_placeholder"]
 
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import attrs
@@ -36,6 +37,9 @@ DEFAULT_PLACEHOLDER = "[superseded file read: see the later read of {path} (call
 """Template of the text that replaces a superseded read (fields ``{path}``, ``{call_id}``)."""
 
 _FIELDS = re.compile(r"\{(path|call_id|tool_name|key)\}")
+
+_References = Callable[[CanonicalMessage, Part | None], str | None]
+"""``RequestContext.references``: the recall reference of a message's part (harness-recall)."""
 
 
 def render_placeholder(template: str, values: Mapping[str, str]) -> str:
@@ -135,6 +139,10 @@ class DeduplicateFileReads(Capability):
     the current step (the request being sent) are never changed; retry prompts are not
     reads. Running it twice changes nothing.
 
+    With a recall capability installed (``harness-recall`` sets ``ctx.references``), each
+    pointer ends with `` [recall: <ref>]``, the reference of the superseded read in the
+    session's log; without one it is exactly the rendered ``placeholder``.
+
     Without a trigger it runs before every request. That is cheap: keys are cached per
     call, a history that only grew since the last pass is checked by its new messages
     alone, and a request with no new duplicate changes nothing and reports nothing.
@@ -178,6 +186,8 @@ class DeduplicateFileReads(Capability):
     _keys: dict[int, _Cached] = attrs.field(init=False, repr=False, factory=dict[int, "_Cached"])
     _memo: list[_Memo] = attrs.field(init=False, repr=False, factory=list[_Memo])
     _lock: threading.Lock = attrs.field(init=False, repr=False, factory=threading.Lock)
+    # ``ctx.references`` while compact() runs (under the lock); empty otherwise, e.g. for plan().
+    _references: list[_References] = attrs.field(init=False, repr=False, factory=list["_References"])
 
     def __attrs_post_init__(self) -> None:
         """Validate the parameters.
@@ -360,7 +370,11 @@ class DeduplicateFileReads(Capability):
         text: str,
         counter: PartCounter,
     ) -> ToolReturnPart | None:
-        """The pointer replacing ``read``, or ``None`` when it would not be shorter or cannot be marked."""
+        """The pointer replacing ``read``, or ``None`` when it would not be shorter or cannot be marked.
+
+        While :meth:`compact` runs with ``ctx.references`` set (by harness-recall), the pointer
+        ends with `` [recall: <ref>]``, the reference of the superseded read in the session's log.
+        """
         mi, pi, _call, key = read[0], read[1], read[2], read[3]
         part = messages[mi].parts[pi]
         assert isinstance(part, ToolReturnPart)
@@ -375,6 +389,11 @@ class DeduplicateFileReads(Capability):
             metadata = marked_metadata(part.metadata, **new_mark)
         except MessageError:
             return None  # metadata we cannot mark: leave the part alone
+        references = self._references[0] if self._references else None
+        if references is not None:
+            ref = references(messages[mi], part)
+            if ref is not None:
+                text = f"{text} [recall: {ref}]"
         replacement = evolve(part, content=text, metadata=metadata)
         if counter.count_part(replacement) >= counter.count_part(part):
             return None
@@ -475,6 +494,18 @@ class DeduplicateFileReads(Capability):
                         break
         return covered
 
+    @contextmanager
+    def _referencing(self, references: _References | None) -> Generator[None]:
+        """Make ``references`` the one :meth:`_supersede` uses, until the block ends."""
+        if references is None:
+            yield
+            return
+        self._references[:] = [references]
+        try:
+            yield
+        finally:
+            self._references.clear()
+
     def _render(self, target: _Read) -> str:
         call, key, read = target[2], target[3], target[4]
         if read is None:
@@ -494,7 +525,7 @@ class DeduplicateFileReads(Capability):
             CapabilityError: A custom ``file_key`` raised or returned a non-string.
         """
         messages = ctx.messages
-        with self._lock:
+        with self._lock, self._referencing(ctx.references):
             extended = self._extend_memo(messages, ctx.token_counter)
             if extended is not None:
                 changes, ids = extended

@@ -64,6 +64,46 @@ _HEADER = (
 )
 
 
+def _header(count: int, recall: tuple[str, str] | None) -> str:
+    """The summary's header; with a recall range it ends with `` [recall: <first>-<last>]``."""
+    header = _HEADER.format(count=count)
+    if recall is None:
+        return header
+    first, last = recall
+    span = first if first == last else f"{first}-{last}"
+    return header.rstrip("\n") + f" [recall: {span}]\n\n"
+
+
+def _recall_range(
+    ctx: RequestContext,
+    messages: Sequence[CanonicalMessage],
+    cut: int,
+    previous_mark: Mapping[str, Any] | None,
+) -> tuple[str, str] | None:
+    """The recall references of the first and last summarized messages (``None``: no recall).
+
+    The first is the previous summary's (it summarized everything before), else the first
+    message before ``cut`` that has a reference; the last is the last one that has.
+    """
+    if ctx.references is None:
+        return None
+    last: str | None = None
+    for message in reversed(messages[:cut]):
+        last = ctx.reference_for(message)
+        if last is not None:
+            break
+    if last is None:
+        return None
+    first = None if previous_mark is None else previous_mark.get("recall_first")
+    if isinstance(first, str):
+        return first, last
+    for message in messages[:cut]:
+        found = ctx.reference_for(message)
+        if found is not None:
+            return found, last
+    return last, last
+
+
 def _is_summary(part: Part) -> bool:
     if not isinstance(part, UserPromptPart) or part.metadata is None:
         return False
@@ -497,7 +537,8 @@ class SummarizingCompaction(Capability):
         parts: list[Part] = list(plan.carried)
         if summary is not None:
             total_summarized = _int_mark(previous_mark, "summarized_messages") + summarized_now
-            header = _HEADER.format(count=total_summarized)
+            recall = _recall_range(ctx, messages, cut, previous_mark)
+            header = _header(total_summarized, recall)
             mark: dict[str, Any] = {
                 "kind": SUMMARY_KIND,
                 "strategy": self.name,
@@ -508,6 +549,8 @@ class SummarizingCompaction(Capability):
             }
             if summary.digest is not None:
                 mark["digest"] = summary.digest
+            if recall is not None:
+                mark["recall_first"] = recall[0]
             parts.append(with_harness_mark(UserPromptPart(header + summary.text.strip()), **mark))
             details["summary_chars"] = len(summary.text.strip())
             if usage is not None:
