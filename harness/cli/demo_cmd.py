@@ -13,6 +13,7 @@ import click
 from harness.capabilities.context import CompactionEvent
 from harness.cli._app import EXIT_PROBLEM, cli, console, escaped, resolve_cli_stack, stack_option
 from harness.cli._json import echo_json
+from harness.cli.sessions.options import opened_store, store_options, store_url_for
 
 
 def _yes_no(value: bool) -> str:
@@ -34,12 +35,7 @@ def _yes_no(value: bool) -> str:
     help="Folder the agent explores (default: the installed harness package's source files).",
 )
 @stack_option
-@click.option(
-    "--session-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Keep the session in this folder (default: a temporary folder, removed at exit).",
-)
+@store_options()
 @click.option(
     "--plot",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -47,12 +43,15 @@ def _yes_no(value: bool) -> str:
     help="Also write the with/without chart to this PNG (needs the plot extra).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON instead of tables.")
+@click.pass_context
 def demo(
+    ctx: click.Context,
     budget: int,
     root: Path | None,
     stack: str | None,
     config: Path | None,
     stack_name: str | None,
+    store: str | None,
     session_dir: Path | None,
     plot: Path | None,
     as_json: bool,
@@ -65,8 +64,10 @@ def demo(
     window, tiered; plus the limit warner) keeps every request under --budget tokens. The
     same task runs once without the stack, so each request is shown with and without it.
 
-    The session of the run with the stack is saved, reloaded and compared; it goes to a
-    temporary folder removed at exit, unless --session-dir keeps it.
+    The session of the run with the stack is stored like any `harness run` session
+    (--store, default sessions.db in the XDG data folder), checkpointed at every step,
+    then reloaded and compared; `harness sessions show ID --transcript` shows its raw log
+    and what each compaction replaced.
 
     Exit status: 0 when every request stayed within the budget, the history kept its
     invariants, the session reloaded identically and both runs answered the same; 1
@@ -78,6 +79,7 @@ def demo(
       harness demo --budget 6000 --plot demo.png
       harness demo --root ~/src/project --json
       harness demo --stack "clear_tool_results:keep_pairs=2,max_fraction=0.7"
+      harness demo --store sqlite:///demo.db
     """  # noqa: D301 - click needs the \b marker
     from harness.cli.demo.chart import (
         comparison_table,
@@ -128,16 +130,17 @@ def demo(
             f"  request {measure.index:>2}: {measure.tokens:>6,} tokens sent ({without} without the stack)"
         )
 
-    report = asyncio.run(
-        run_demo(
-            root=folder,
-            capabilities=capabilities,
-            budget=budget,
-            session_dir=session_dir,
-            on_request=on_request,
-            on_event=on_event,
+    with opened_store(store_url_for(ctx)) as opened:
+        report = asyncio.run(
+            run_demo(
+                root=folder,
+                capabilities=capabilities,
+                budget=budget,
+                store=opened,
+                on_request=on_request,
+                on_event=on_event,
+            )
         )
-    )
     if plot is not None:
         write_png(report.comparison, plot, title="harness demo")
     if as_json:
@@ -154,13 +157,17 @@ def demo(
             f"\n[bold]final answer[/bold] ({report.tool_calls} tool calls):\n{escaped(report.output or '')}\n"
         )
         same = report.output == report.output_without
+        where = f" ({escaped(report.session_path)})" if report.session_path is not None else ""
+        out.print(
+            f"session {escaped(report.session_id)} saved in {escaped(report.store)}{where}: raw log "
+            f"{report.log_length} messages, {report.edits} compaction edits over it; see it with: "
+            f"harness sessions show {escaped(report.session_id)} --transcript"
+        )
         out.print(
             f"invariants: {'clean' if report.invariants_clean else 'BROKEN'}; "
             f"session reloaded identical: {_yes_no(report.session_roundtrip)}; "
             f"same answer without the stack: {_yes_no(same)}"
         )
-        if report.session_path is not None:
-            out.print(f"session saved to {escaped(report.session_path)}")
         if plot is not None:
             out.print(f"chart written to {escaped(plot)}")
     if not report.ok:

@@ -1,4 +1,10 @@
-"""``harness run``: the example coding agent, once or interactively, in a saved session."""
+"""``harness run``: the example coding agent, once or interactively, in a stored session.
+
+The session lives in a :class:`~harness.session.SessionStore` (``--store`` /
+``$HARNESS_STORE``, default ``sessions.db`` in the XDG data folder; ``--session-dir`` is a
+folder of JSON files, the ``file:`` store). It is written by its first checkpoint and
+after every step, so ``--resume ID`` continues it even after a crash.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,6 @@ __all__ = ["run"]
 
 import asyncio
 import importlib
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,12 +21,21 @@ import click
 from harness.capabilities.context import CompactionEvent, RequestContext
 from harness.cli._app import cli, console, escaped, resolve_cli_stack, stack_option
 from harness.cli._json import echo_json, edit_count, event_json
+from harness.cli.sessions.files import session_file
+from harness.cli.sessions.options import (
+    check_session_name,
+    legacy_session_files,
+    opened_store,
+    store_options,
+    store_url_for,
+)
 from harness.core.markers import hookimpl
 from harness.core.nodes import CallToolsNode, Node
+from harness.errors import SessionNotFoundError
 from harness.session import Session
+from harness.session.store import SessionStore
 from harness.tools.context import RunContext
 
-_SESSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _EXIT_WORDS = frozenset({"exit", "quit", ":q"})
 
 
@@ -53,45 +67,69 @@ def _has_work(session: Session) -> bool:
     return any(message.kind == "response" for message in session.messages)
 
 
-def _keep_failed_first_turn(session: Session, target: Path) -> None:
-    """Save a new session whose first turn failed after the model answered, and say so on stderr."""
+def _after_failed_turn(session: Session, store: SessionStore, *, fresh: bool) -> None:
+    """Keep what a failed turn did, or forget a new session that got nothing worth keeping.
+
+    The run's recovery handed the repaired history to the session; this writes it. A new
+    session whose first turn failed before the model answered is not kept, as before
+    stores: a run that checkpointed it already is undone by deleting it (it is this
+    command's own creation). Never masks the run's own error.
+    """
     try:
-        session.save(target)
-    except Exception as exc:  # never mask the run's own error
+        if fresh and not _has_work(session):
+            if session.revision:
+                store.delete(session.session_id)
+            return
+        session.checkpoint()
+    except Exception as exc:
         click.echo(f"the session could not be saved either: {exc}", err=True)
         return
-    click.echo(
-        f"the session so far was saved to {target}; continue with: harness run --resume {session.session_id}",
-        err=True,
+    if fresh:
+        click.echo(
+            f"the session so far was saved in {store.url}; "
+            f"continue with: harness run --resume {session.session_id}",
+            err=True,
+        )
+
+
+def _interrupted(session: Session) -> bool:
+    """Whether the last run stopped before its answer: the view ends with a request or open calls."""
+    if not session.messages:
+        return False
+    last = session.messages[-1]
+    return last.kind == "request" or bool(last.tool_calls)
+
+
+def _not_found(resume: str, url: str) -> click.BadParameter:
+    hint = ""
+    legacy = legacy_session_files(url)
+    if legacy is not None:
+        from harness.session import find_session
+
+        old = find_session(resume, legacy[0])
+        if old is not None:
+            hint = (
+                f"; it is a session file of an earlier release: import it with "
+                f"`harness sessions import {old}`, "
+                f"or use --session-dir {legacy[0]}"
+            )
+    return click.BadParameter(
+        f"no session {resume!r} in {url}; `harness sessions list` lists them{hint}", param_hint="--resume"
     )
 
 
-def _open_session(name: str | None, resume: str | None, directory: Path | None, root: Path) -> Session:
-    from harness.session import find_session
-
-    if name is not None and resume is not None:
-        raise click.UsageError(
-            "--session and --resume are exclusive (--resume continues an existing session)"
-        )
+def _open_session(name: str | None, resume: str | None, store: SessionStore, root: Path) -> Session:
     if resume is not None:
-        path = find_session(resume, directory)
-        if path is None:
-            where = directory if directory is not None else "the default session folder"
-            raise click.BadParameter(
-                f"no session {resume!r} in {where}; `harness sessions` lists them", param_hint="--resume"
-            )
-        return Session.load(path)
+        try:
+            return Session.open(store, resume)
+        except SessionNotFoundError:
+            raise _not_found(resume, store.url) from None
     if name is not None:
-        if not _SESSION_NAME.fullmatch(name):
-            raise click.BadParameter(
-                f"{name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
-                param_hint="--session",
-            )
-        path = find_session(name, directory)
-        if path is not None:
-            return Session.load(path)
-        return Session.create(directory, session_id=name, working_directory=str(root))
-    return Session.create(directory, working_directory=str(root))
+        try:
+            return Session.open(store, name)
+        except SessionNotFoundError:
+            return Session.create(store=store, session_id=name, working_directory=str(root))
+    return Session.create(store=store, working_directory=str(root))
 
 
 @cli.command()
@@ -119,15 +157,12 @@ def _open_session(name: str | None, resume: str | None, directory: Path | None, 
     "--session", "session_name", default=None, metavar="NAME", help="Session id to create or continue."
 )
 @click.option(
-    "--resume", default=None, metavar="ID", help="Continue the saved session ID (see `harness sessions`)."
-)
-@click.option(
-    "--session-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    "--resume",
     default=None,
-    envvar="HARNESS_SESSION_DIR",
-    help="Session folder (default: $XDG_DATA_HOME/harness/sessions; env HARNESS_SESSION_DIR).",
+    metavar="ID",
+    help="Continue the stored session ID (see `harness sessions list`).",
 )
+@store_options()
 @click.option(
     "--budget",
     type=click.IntRange(min=100),
@@ -142,7 +177,9 @@ def _open_session(name: str | None, resume: str | None, directory: Path | None, 
     help="Keep asking for prompts (the default without PROMPT on a terminal).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (not with --interactive).")
+@click.pass_context
 def run(
+    ctx: click.Context,
     prompt: str | None,
     model_spec: str,
     stack: str | None,
@@ -151,6 +188,7 @@ def run(
     root: Path,
     session_name: str | None,
     resume: str | None,
+    store: str | None,
     session_dir: Path | None,
     budget: int | None,
     interactive: bool,
@@ -162,9 +200,10 @@ def run(
     searches text and runs read-only commands inside --root. Without an API key the
     scripted model drives it offline; with one, pass --model openai:gpt-4o-mini (needs
     OPENAI_API_KEY) or anthropic:claude-sonnet-4-6 (ANTHROPIC_API_KEY); a local
-    OpenAI-compatible server works with ollama:MODEL (OLLAMA_BASE_URL). Every turn is
-    saved; continue later with --resume ID. Type exit or press Ctrl-D to leave the
-    interactive mode.
+    OpenAI-compatible server works with ollama:MODEL (OLLAMA_BASE_URL). The session is
+    stored (--store, default sessions.db in the XDG data folder) and checkpointed as it
+    runs; continue later with --resume ID, also after a crash. Type exit or press Ctrl-D
+    to leave the interactive mode.
 
     \b
     Examples:
@@ -172,24 +211,35 @@ def run(
       harness run --model openai:gpt-4o-mini --root src "Where is the config parsed?"
       harness run --session review            # interactive on a terminal
       harness run --resume review "And the tests?"
+      harness run --store sqlite:///team.db --session review "Where is the config parsed?"
       echo "Summarise README.md" | harness run --json
     """  # noqa: D301 - click needs the \b marker
-    from harness.cli.demo.runner import load_coding_agent, use_structural_digest
+    from harness.cli.demo.runner import load_coding_agent
     from harness.config.stacks import default_stack_spec
     from harness.hooks.manager import PluginManager
     from harness.models.check import check_model
     from harness.models.resolve import resolve_model
 
     agent_module = load_coding_agent()
+    if session_name is not None and resume is not None:
+        raise click.UsageError(
+            "--session and --resume are exclusive (--resume continues an existing session)"
+        )
+    if session_name is not None:
+        check_session_name(session_name, "--session")
+    url = store_url_for(ctx)
     if as_json and interactive:
         raise click.UsageError("--json prints one result; it cannot be combined with --interactive")
+    continue_only = False  # --resume with no prompt at all: finish the interrupted run, then stop
     if prompt is None and not interactive:
         if sys.stdin.isatty() and not as_json:
             interactive = True
         else:
             prompt = sys.stdin.read().strip() or None
             if prompt is None:
-                raise click.UsageError("give a PROMPT (argument or standard input), or use --interactive")
+                if resume is None:
+                    raise click.UsageError("give a PROMPT (argument or standard input), or use --interactive")
+                continue_only = True
 
     manager = PluginManager()
     manager.register(importlib.import_module("harness_coding_agent.provider"), name="coding_agent_models")
@@ -204,10 +254,47 @@ def run(
         )
     # Before any session exists: a missing key or an unreachable server fails here, writing nothing.
     asyncio.run(check_model(model))
-    session = _open_session(session_name, resume, session_dir, root)
-    target = session.path
-    if session.path is not None and not session.path.exists():
-        session.path = None  # a new session's file is written once a turn has something to keep
+    with opened_store(url) as opened:
+        _run_turns(
+            opened,
+            _open_session(session_name, resume, opened, root.resolve()),
+            agent_module=agent_module,
+            model=model,
+            capabilities=capabilities,
+            manager=manager,
+            root=root,
+            prompt=prompt,
+            interactive=interactive,
+            as_json=as_json,
+            resumed=resume is not None,
+            continue_only=continue_only,
+        )
+
+
+def _run_turns(
+    store: SessionStore,
+    session: Session,
+    *,
+    agent_module: Any,
+    model: Any,
+    capabilities: list[Any],
+    manager: Any,
+    root: Path,
+    prompt: str | None,
+    interactive: bool,
+    as_json: bool,
+    resumed: bool = False,
+    continue_only: bool = False,
+) -> None:
+    """Run the prompt and the interactive turns in ``session``, then print the result.
+
+    A resumed session whose last run stopped before its answer (a crash, a failed
+    request: the view ends with a request, or with tool calls not yet answered) is
+    continued first when no prompt was given: completed tool calls are reused from the
+    ledger, never run again.
+    """
+    from harness.cli.demo.runner import use_structural_digest
+
     if model.model_name == agent_module.SCRIPTED_MODEL_NAME:
         use_structural_digest(capabilities)
     printer = _Printer(enabled=not as_json)
@@ -217,15 +304,17 @@ def run(
 
     turns: list[dict[str, Any]] = []
 
-    def turn(text: str) -> None:
+    def turn(text: str | None) -> None:
+        fresh = session.revision == 0
         try:
             result = asyncio.run(agent.run(text, session=session))
         except BaseException:
-            if session.path is None and target is not None and _has_work(session):
-                _keep_failed_first_turn(session, target)
+            _after_failed_turn(session, store, fresh=fresh)
             raise
-        if session.path is None and target is not None:
-            session.save(target)
+        # The run checkpoints a stored session after every step; this writes what is left
+        # (everything, for a loop that only hands its history back when the run ends) and
+        # is a no-op when nothing changed since the run's last checkpoint.
+        session.checkpoint()
         turns.append(
             {
                 "prompt": text,
@@ -238,12 +327,23 @@ def run(
         if not as_json:
             out.print(f"[bold]{escaped(model.model_name)}:[/bold] {escaped(result.output or '(no text)')}")
 
+    unfinished = _interrupted(session)
+    if continue_only and not unfinished:
+        raise click.UsageError(
+            f"session {session.session_id!r} has no interrupted run to continue; give a PROMPT"
+        )
     if not as_json:
-        action = "continuing" if session.messages else "new"
+        action = (
+            "continuing the interrupted run of"
+            if unfinished and resumed and prompt is None
+            else ("continuing" if session.messages else "new")
+        )
         out.print(
             f"[dim]{action} session {escaped(session.session_id)} · model {escaped(model.model_name)} · "
-            f"root {escaped(root.resolve())}[/dim]"
+            f"root {escaped(root.resolve())} · {escaped(store.url)}[/dim]"
         )
+    if prompt is None and resumed and unfinished:
+        turn(None)
     if prompt is not None:
         turn(prompt)
     if interactive:
@@ -259,11 +359,14 @@ def run(
                 break
             if text:
                 turn(text)
-    path = session.path  # every turn saved the session (the first one created its file)
+    written = session.revision > 0  # the first checkpoint created the session
+    path = session_file(store, session.session_id) if written else None
     if as_json:
         echo_json(
             {
                 "session_id": session.session_id,
+                "store": store.url,
+                "revision": session.revision,
                 "session_path": None if path is None else str(path),
                 "model": model.model_name,
                 "messages": len(session.messages),
@@ -273,10 +376,10 @@ def run(
                 "output": turns[-1]["output"] if turns else None,
             }
         )
-    elif path is None:
+    elif not written:
         out.print(f"[dim]nothing to save: session {escaped(session.session_id)} was not created[/dim]")
     else:
         out.print(
-            f"[dim]session {escaped(session.session_id)} saved to {escaped(path)}; continue with: "
-            f"harness run --resume {escaped(session.session_id)}[/dim]"
+            f"[dim]session {escaped(session.session_id)} saved in {escaped(store.url)} (revision "
+            f"{session.revision}); continue with: harness run --resume {escaped(session.session_id)}[/dim]"
         )

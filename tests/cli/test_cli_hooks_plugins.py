@@ -24,8 +24,11 @@ INSTALLED = {
     "dedupe_file_reads": "harness-dedupe-file-reads",
     "limit_warner": "harness-limit-warner",
     "summarizing": "harness-summarizing",
+    "recall": "harness-recall",
     "tiered": "harness-tiered",
 }
+STORE_PLUGINS = {"postgres": "harness-postgres"}
+"""Installed plugins that are session stores (a ``resolve_store`` module), not capabilities."""
 SPEC_NAMES = [name for name, value in vars(hookspecs).items() if hasattr(value, f"{PROJECT_NAME}_spec")]
 
 
@@ -76,7 +79,7 @@ def test_plugins_table(runner: CliRunner) -> None:
 def test_plugins_honours_the_environment_filters(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["plugins", "--json"], env={"HARNESS_DISABLE_PLUGINS": "summarizing,tiered"})
     names = {row["name"] for row in json.loads(result.stdout)["plugins"]}
-    assert names == set(INSTALLED) - {"summarizing", "tiered"}
+    assert names == (set(INSTALLED) | set(STORE_PLUGINS)) - {"summarizing", "tiered"}
     empty = runner.invoke(cli, ["plugins"], env={"HARNESS_LOAD_PLUGINS": ""})
     assert empty.exit_code == 0
     assert "no harness plugins installed" in empty.output

@@ -37,7 +37,14 @@ def harness(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProce
 
 
 def session_files(tmp_path: Path) -> list[Path]:
-    return sorted((tmp_path / "sessions").glob("*")) + sorted((tmp_path / "xdg").rglob("*.json"))
+    """Every file sessions left in the folder store (its lock file is the store's) or the XDG folder."""
+    folder = [p for p in sorted((tmp_path / "sessions").glob("*")) if p.name != ".harness-store.lock"]
+    return folder + sorted(p for p in (tmp_path / "xdg").rglob("*") if p.is_file())
+
+
+def snapshots(tmp_path: Path) -> list[Path]:
+    """The folder store's session files (``<project_id>_<session_id>.json``)."""
+    return sorted((tmp_path / "sessions").glob("*.json"))
 
 
 def tool_call_completion(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -133,7 +140,9 @@ def test_a_reachable_server_is_checked_first_then_used(tmp_path: Path, openai_se
     report = json.loads(completed.stdout)
     assert report["output"] == "loopback answer"
     assert openai_server.requests == ["GET /v1/models", "POST /v1/chat/completions"]
-    assert [Path(report["session_path"])] == session_files(tmp_path)
+    (snapshot,) = snapshots(tmp_path)
+    assert Path(report["session_path"]) == snapshot
+    assert all(p.name.startswith(snapshot.stem) for p in session_files(tmp_path))  # its log and state
 
 
 def test_a_server_without_a_model_list_passes_the_check(tmp_path: Path, openai_server: OpenAIServer) -> None:
@@ -191,8 +200,9 @@ def test_a_first_turn_failing_after_an_answer_keeps_its_work(
     )
     assert completed.returncode == 2, completed.stderr
     assert "ModelBadRequestError" in completed.stderr
-    (saved,) = session_files(tmp_path)
-    assert f"the session so far was saved to {saved}; continue with: harness run --resume half-done" in (
+    (saved,) = snapshots(tmp_path)
+    store = f"file://{tmp_path / 'sessions'}"
+    assert f"the session so far was saved in {store}; continue with: harness run --resume half-done" in (
         completed.stderr
     )
     kinds = [message["kind"] for message in json.loads(saved.read_text())["messages"]]
@@ -204,8 +214,7 @@ def test_a_refused_key_leaves_a_resumed_session_untouched(
 ) -> None:
     first = harness(tmp_path, "run", "--json", "--session", "kept", "What is in this folder?")
     assert first.returncode == 0, first.stderr
-    path = Path(json.loads(first.stdout)["session_path"])
-    before = path.read_bytes()
+    before = {path: path.read_bytes() for path in session_files(tmp_path)}
     openai_server.models_status = 403
     again = harness(
         tmp_path,
@@ -220,8 +229,7 @@ def test_a_refused_key_leaves_a_resumed_session_untouched(
     )
     assert again.returncode == 2, again.stderr
     assert "ModelAuthenticationError" in again.stderr
-    assert path.read_bytes() == before
-    assert session_files(tmp_path) == [path]
+    assert {path: path.read_bytes() for path in session_files(tmp_path)} == before
 
 
 @pytest.mark.parametrize("words", ["exit\n", ""])

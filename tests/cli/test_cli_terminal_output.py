@@ -20,8 +20,14 @@ _BOX = set("┏┃┡│├└━─")
 def harness(
     *args: str, cwd: Path, columns: str | None = None, **env: str
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``harness`` into a pipe; ``COLUMNS`` only when given (a parent's readline may set it)."""
-    base = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    """Run ``harness`` into a pipe; ``COLUMNS`` only when given (a parent's readline may set it).
+
+    The default session store goes under ``cwd/xdg``, never the real home.
+    """
+    base = {
+        k: v for k, v in os.environ.items() if k not in ("COLUMNS", "HARNESS_STORE", "HARNESS_SESSION_DIR")
+    }
+    base["XDG_DATA_HOME"] = str(cwd / "xdg")
     if columns is not None:
         base["COLUMNS"] = columns
     return subprocess.run(
@@ -75,7 +81,9 @@ def test_the_demo_speaks_words_and_leaves_no_temporary_folder(
     assert last == "invariants: clean; session reloaded identical: yes; same answer without the stack: yes"
     assert "True" not in completed.stdout
     assert "False" not in completed.stdout
-    assert "session saved to" not in completed.stdout
+    stored = f"saved in sqlite:///{scratch / 'xdg' / 'harness' / 'sessions.db'}: raw log"
+    assert stored in completed.stdout.splitlines()[-2]
+    assert "harness sessions show" in completed.stdout.splitlines()[-2]
     assert list(scratch.glob("harness-demo-*")) == []
 
 
@@ -84,10 +92,11 @@ def test_the_demo_keeps_the_session_where_it_is_told(tmp_path: Path) -> None:
     completed = harness("demo", "--session-dir", str(kept), cwd=tmp_path, TMPDIR=str(tmp_path))
     assert completed.returncode == 0, completed.stderr
     (saved,) = kept.glob("*.json")
-    assert f"session saved to {saved}" in completed.stdout
+    assert f"saved in file://{kept} ({saved}): raw log" in completed.stdout
     assert list(tmp_path.glob("harness-demo-*")) == []
     report = json.loads(harness("demo", "--json", cwd=tmp_path, TMPDIR=str(tmp_path)).stdout)
     assert report["session_path"] is None
+    assert report["store"] == f"sqlite:///{tmp_path / 'xdg' / 'harness' / 'sessions.db'}"
     assert report["session_roundtrip"] is True
     assert list(tmp_path.glob("harness-demo-*")) == []
 

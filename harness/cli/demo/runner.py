@@ -27,9 +27,7 @@ __all__ = [
     "use_structural_digest",
 ]
 
-import contextlib
 import importlib
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -39,10 +37,12 @@ import attrs
 
 from harness.capabilities.context import CompactionEvent
 from harness.cli.demo.measure import Comparison, RequestMeasure, RequestMeter, compare
+from harness.cli.sessions.files import session_file
 from harness.core.messages import CanonicalMessage, SystemPromptPart
 from harness.history import check_invariants
 from harness.hooks.manager import PluginManager
 from harness.session import Session
+from harness.session.store import SessionStore
 from harness.tokens import TokenCounter
 
 DEMO_BUDGET = 8_000
@@ -126,9 +126,12 @@ class DemoReport:
         output_without: The final answer of the run without the stack.
         tool_calls: Tool calls the agent made (counted in the uncompacted run).
         invariants_clean: The saved history breaks no invariant.
-        session_path: Where the session was saved, or ``None`` when it went to a temporary
-            folder, removed once checked.
-        session_roundtrip: The saved session reloads with identical messages.
+        session_id: The stored session of the run with the stack.
+        store: The URL of the store it is in.
+        session_path: Its JSON file, when the store is a folder of files (``file:``).
+        session_roundtrip: The stored session reloads with identical messages.
+        log_length: Messages in its raw log (every message as first written).
+        edits: Compaction edits recorded over that log.
     """
 
     root: Path
@@ -138,8 +141,12 @@ class DemoReport:
     output_without: str | None
     tool_calls: int
     invariants_clean: bool
+    session_id: str
+    store: str
     session_path: Path | None
     session_roundtrip: bool
+    log_length: int
+    edits: int
 
     @property
     def ok(self) -> bool:
@@ -162,8 +169,12 @@ class DemoReport:
             "same_answer_without_stack": self.output == self.output_without,
             "tool_calls": self.tool_calls,
             "invariants_clean": self.invariants_clean,
+            "session_id": self.session_id,
+            "store": self.store,
             "session_path": None if self.session_path is None else str(self.session_path),
             "session_roundtrip": self.session_roundtrip,
+            "log_length": self.log_length,
+            "edits": self.edits,
             "ok": self.ok,
         }
 
@@ -173,7 +184,7 @@ async def run_demo(
     root: Path,
     capabilities: Sequence[object],
     budget: int,
-    session_dir: Path | None = None,
+    store: SessionStore,
     prompt: str = DEMO_PROMPT,
     on_request: Callable[[RequestMeasure, RequestMeasure | None], None] | None = None,
     on_event: Callable[[CompactionEvent], None] | None = None,
@@ -184,8 +195,8 @@ async def run_demo(
         root: The folder the agent explores (its tools are confined to it).
         capabilities: The stack (built for ``budget``).
         budget: The context window the scripted model reports.
-        session_dir: Where the session of the run with the stack is saved; ``None``: a
-            temporary folder, removed once the saved session was reloaded and compared.
+        store: Where the session of the run with the stack is kept (checkpointed at every
+            step, then reloaded and compared).
         prompt: The task.
         on_request: Called after each request of the run with the stack, with its measure
             and the same request's measure without the stack.
@@ -212,17 +223,11 @@ async def run_demo(
     meter = RequestMeter(counter, on_request=forward, on_event=on_event)
     model = agent_module.scripted_model(context_window=budget)
     agent = agent_module.build_agent(model, root=root, stack=capabilities, plugin_manager=_manager(meter))
-    with contextlib.ExitStack() as cleanup:
-        directory = session_dir
-        if directory is None:
-            temporary = cleanup.enter_context(
-                tempfile.TemporaryDirectory(prefix="harness-demo-", ignore_cleanup_errors=True)
-            )
-            directory = Path(temporary)
-        session = Session.create(directory, current_model=model.model_name, working_directory=str(root))
-        result = await agent.run(prompt, session=session)
-        path = session.save()
-        roundtrip = Session.load(path).messages == session.messages
+    session = Session.create(store=store, current_model=model.model_name, working_directory=str(root))
+    result = await agent.run(prompt, session=session)
+    session.checkpoint()  # the run checkpointed every step; this is a no-op unless something is left
+    roundtrip = Session.open(store, session.session_id).messages == session.messages
+    head = store.head(session.session_id)
     calls = sum(len(m.tool_calls) for m in plain.all_messages if m.kind == "response")
     return DemoReport(
         root=root,
@@ -232,8 +237,12 @@ async def run_demo(
         output_without=plain.output,
         tool_calls=calls,
         invariants_clean=not check_invariants(session.messages, persisted=True),
-        session_path=path if session_dir is not None else None,
+        session_id=session.session_id,
+        store=store.url,
+        session_path=session_file(store, session.session_id),
         session_roundtrip=roundtrip,
+        log_length=head.log_length,
+        edits=len(store.edits(session.session_id)),
     )
 
 
