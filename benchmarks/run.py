@@ -5,6 +5,7 @@ Usage::
     uv run python benchmarks/run.py                       # every group, sizes 100, 1,000, 10,000
     uv run python benchmarks/run.py --reference           # + pydantic-ai-harness 0.62.0, as ratios
     uv run python benchmarks/run.py --groups capabilities --sizes 1000 --json out.json
+    uv run python benchmarks/sessions.py                  # the session stores alone, as Markdown
 
 ``--reference`` creates ``benchmarks/.ref-venv`` (once) holding ``pydantic-ai-harness==0.62.0``
 and runs ``reference_cases.py`` there in a subprocess on the same synthetic histories, so both
@@ -41,12 +42,14 @@ def _groups() -> dict[str, Group]:
     from cases_core import core_cases
     from cases_loop import loop_cases
     from cases_providers import provider_cases
+    from sessions import session_cases
 
     return {
         "core": core_cases,
         "capabilities": capability_cases,
         "loop": loop_cases,
         "providers": provider_cases,
+        "sessions": session_cases,
     }
 
 
@@ -97,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--sizes", default="100,1000,10000", help="comma-separated history sizes")
-    parser.add_argument("--groups", default="core,capabilities,loop,providers", help="comma-separated groups")
+    parser.add_argument(
+        "--groups", default="core,capabilities,loop,providers,sessions", help="comma-separated groups"
+    )
     parser.add_argument("--reference", action="store_true", help="also run pydantic-ai-harness 0.62.0")
     parser.add_argument("--json", type=Path, help="write the figures to this JSON file")
     args = parser.parse_args(argv)
@@ -113,6 +118,10 @@ def main(argv: list[str] | None = None) -> int:
             label = f"{measurement.group}/{measurement.case}@{measurement.size}"
             print(f"  {label}: {measurement.median_us:.1f} µs", file=sys.stderr)
     reference = run_reference(sizes) if args.reference else {}
+    if args.reference and "sessions" in args.groups.split(","):
+        from sessions import reference_figures
+
+        reference.update(reference_figures(sizes))
     print(render(results, reference))
     if args.json:
         payload = {

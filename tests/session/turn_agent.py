@@ -1,0 +1,174 @@
+"""One of two processes that run turns on the same stored session at the same time.
+
+``python turn_agent.py <store url> <session id> <name> <turns> <report> <start file>``
+opens the store, prints ``ready``, waits for ``<start file>`` to exist (so both
+processes start together), then runs ``<turns>`` turns: each opens the session afresh
+and runs a real ``Agent`` on it (``FunctionModel``: a ``lookup`` call, then an answer),
+the loop checkpointing every step. A run whose checkpoint meets another writer's newer
+revision fails with :class:`~harness.errors.SessionConflictError`; the turn is then run
+again on the reloaded session.
+
+Every commit attempt is reported as a JSON line in ``<report>``, through a store wrapper
+that calls the real store: ``{"revision", "base", "appended": [[seq, body], ...]}`` for
+a commit that returned, ``{"conflict": base, "actual": revision}`` for one refused.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ReportingStore", "main"]
+
+import asyncio
+import json
+import os
+import sys
+import time
+import warnings
+from collections.abc import Sequence
+from datetime import datetime
+from typing import IO, Any
+
+from harness.config.store import open_store
+from harness.core.messages import CanonicalMessage, TextPart, ToolCallPart, Usage, UserPromptPart
+from harness.errors import SessionConflictError
+from harness.models.function import FunctionInfo, FunctionModel
+from harness.run import Agent
+from harness.session import (
+    Checkpoint,
+    EditRecord,
+    LogEntry,
+    PruneResult,
+    SearchHit,
+    Session,
+    SessionHead,
+    SessionStore,
+    StoredSession,
+)
+
+MAX_ATTEMPTS = 100
+
+
+class ReportingStore:
+    """A real store whose every commit attempt is reported (one JSON line, flushed)."""
+
+    def __init__(self, inner: SessionStore, report: IO[str]) -> None:
+        self.inner = inner
+        self.report = report
+
+    @property
+    def url(self) -> str:
+        return self.inner.url
+
+    def _emit(self, record: dict[str, Any]) -> None:
+        self.report.write(json.dumps(record) + "\n")
+        self.report.flush()
+
+    def commit(self, checkpoint: Checkpoint) -> int:
+        try:
+            revision = self.inner.commit(checkpoint)
+        except SessionConflictError as exc:
+            self._emit({"conflict": checkpoint.base_revision, "actual": exc.actual})
+            raise
+        appended = [[entry.seq, entry.body] for entry in checkpoint.appended]
+        self._emit({"revision": revision, "base": checkpoint.base_revision, "appended": appended})
+        return revision
+
+    def load(self, session_id: str) -> StoredSession:
+        return self.inner.load(session_id)
+
+    def head(self, session_id: str) -> SessionHead:
+        return self.inner.head(session_id)
+
+    def read_log(self, session_id: str, start: int = 0, stop: int | None = None) -> list[LogEntry]:
+        return self.inner.read_log(session_id, start, stop)
+
+    def edits(self, session_id: str) -> list[EditRecord]:
+        return self.inner.edits(session_id)
+
+    def list_sessions(self) -> list[SessionHead]:
+        return self.inner.list_sessions()
+
+    def fork(self, session_id: str, new_session_id: str) -> SessionHead:
+        return self.inner.fork(session_id, new_session_id)
+
+    def delete(self, session_id: str) -> bool:
+        return self.inner.delete(session_id)
+
+    def prune(
+        self,
+        *,
+        keep_last: int | None = None,
+        newer_than: datetime | None = None,
+        drop_log: bool = False,
+        dry_run: bool = False,
+    ) -> PruneResult:
+        return self.inner.prune(
+            keep_last=keep_last, newer_than=newer_than, drop_log=drop_log, dry_run=dry_run
+        )
+
+    def search(self, query: str, *, session_id: str | None = None, limit: int = 20) -> list[SearchHit]:
+        return self.inner.search(query, session_id=session_id, limit=limit)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _agent(name: str) -> Agent:
+    usage = Usage(request_tokens=1, response_tokens=1)
+
+    def respond(messages: list[CanonicalMessage], info: FunctionInfo) -> CanonicalMessage:
+        del info
+        last = messages[-1]
+        turn = sum(1 for m in messages if m.kind == "response")
+        if any(isinstance(p, UserPromptPart) for p in last.parts):
+            return CanonicalMessage.response(
+                ToolCallPart(f"{name}-{os.getpid()}-{turn}", "lookup", {"key": name})
+            )
+        return CanonicalMessage.response(TextPart(f"{name} answered after {turn} responses"), usage=usage)
+
+    async def lookup(key: str) -> str:
+        """Look a key up (takes a few milliseconds, so the two processes overlap).
+
+        Args:
+            key: The key.
+        """
+        await asyncio.sleep(0.004)
+        return f"{key} is known"
+
+    return Agent(FunctionModel(respond), tools=[lookup], max_iterations=10)
+
+
+def main(argv: Sequence[str]) -> None:
+    """Run the turns (see the module docstring)."""
+    url, session_id, name, turns, report_path, start_file = (
+        argv[0],
+        argv[1],
+        argv[2],
+        int(argv[3]),
+        argv[4],
+        argv[5],
+    )
+    warnings.simplefilter("ignore")
+    with open(report_path, "a", encoding="utf-8") as report:
+        store = ReportingStore(open_store(url), report)
+        agent = _agent(name)
+        print("ready", flush=True)
+        while not os.path.exists(start_file):
+            time.sleep(0.001)
+        done = 0
+        attempts = 0
+        while done < turns:
+            attempts += 1
+            if attempts > MAX_ATTEMPTS:
+                raise SystemExit(f"{name}: {MAX_ATTEMPTS} attempts for {turns} turns")
+            session = Session.open(store, session_id)
+            try:
+                asyncio.run(agent.run(f"{name} turn {done}", session=session))
+            except SessionConflictError:
+                continue
+            done += 1
+        report.write(json.dumps({"turns": done, "attempts": attempts}) + "\n")
+        store.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
