@@ -282,6 +282,7 @@ class Session:
             view_length=len(self._tracker.view),
             original_query=self.original_query,
             forked_from=self.forked_from,
+            log_pruned=self._tracker.log_pruned,
             metadata=dict(self.metadata),
         )
 

@@ -78,7 +78,11 @@ from harness.session.sqlite_values import unpack_body as _unpack
 
 _HEAD_COLUMNS = ROW_HEAD_COLUMNS
 _HEAD_SELECT = ", ".join(_HEAD_COLUMNS)
-_HEAD_UPDATE = ", ".join(f"{c} = excluded.{c}" for c in _HEAD_COLUMNS[1:])
+_HEAD_UPDATE = ", ".join(
+    # A session keeps log_pruned once prune dropped log messages: a later write does not un-set it.
+    f"{c} = {c} OR excluded.{c}" if c == "log_pruned" else f"{c} = excluded.{c}"
+    for c in _HEAD_COLUMNS[1:]
+)
 
 
 Durability = Literal["normal", "full"]

@@ -82,6 +82,7 @@ class StoreTracker:
 
     def __init__(self) -> None:
         self.revision = 0
+        self.log_pruned = False
         self.log_length = 0
         self.view: list[CanonicalMessage] = []
         self.origins: list[int | None] = []
@@ -131,6 +132,7 @@ class StoreTracker:
         bodies = [body for _, body in stored.view]
         messages = load_messages("[" + ",".join(bodies) + "]") if bodies else []
         self.revision = head.revision
+        self.log_pruned = head.log_pruned
         self.log_length = head.log_length
         self.view = list(messages)
         self.origins = [entry.seq for entry, _ in stored.view]

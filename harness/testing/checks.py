@@ -72,7 +72,15 @@ from harness.hooks.manager import PluginManager
 from harness.hooks.ordering import order_capabilities
 
 KNOWN_CAPABILITY_NAMES: Final = frozenset(
-    {"sliding_window", "clear_tool_results", "dedupe_file_reads", "limit_warner", "summarizing", "tiered"}
+    {
+        "sliding_window",
+        "clear_tool_results",
+        "dedupe_file_reads",
+        "limit_warner",
+        "summarizing",
+        "tiered",
+        "recall",
+    }
 )
 """Names of the capabilities harness ships; ``runs_before`` may name them even when absent."""
 

@@ -291,3 +291,30 @@ def test_opening_does_not_touch_an_unrelated_umask(db: Path) -> None:
     finally:
         os.umask(old)
     assert stat.S_IMODE(db.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("scheme", ["sqlite", "file"])
+def test_a_write_after_prune_drop_log_keeps_the_log_pruned_flag(tmp_path: Path, scheme: str) -> None:
+    from harness.core.messages import CanonicalMessage, TextPart
+    from harness.session import Session, open_store
+
+    url = f"sqlite:///{tmp_path}/flag.db" if scheme == "sqlite" else f"file://{tmp_path}/flag"
+    store = open_store(url)
+    try:
+        old = Session.create(store=store, session_id="old")
+        old.messages.append(CanonicalMessage.user("first"))
+        old.checkpoint()
+        old.messages[0] = CanonicalMessage.user("edited")
+        old.note_overlays([old.messages[0]])
+        old.checkpoint()
+        newer = Session.create(store=store, session_id="newer")
+        newer.messages.append(CanonicalMessage.user("x"))
+        newer.checkpoint()
+        assert store.prune(keep_last=1, drop_log=True).trimmed == ("old",)
+        assert store.head("old").log_pruned
+        reopened = Session.open(store, "old")
+        reopened.messages.append(CanonicalMessage.response(TextPart("later")))
+        reopened.checkpoint()
+        assert store.head("old").log_pruned
+    finally:
+        store.close()

@@ -865,3 +865,18 @@ def test_clearable_returns_skips_marked_returns_and_the_newest_message() -> None
     parts[pi] = with_harness_mark(part, cleared="x")
     history[mi] = history[mi].replace(parts=tuple(parts))
     assert (mi, pi) not in clearable_returns(history)
+
+
+def test_every_capability_distribution_harness_ships_is_a_known_name() -> None:
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "plugins"
+    shipped: set[str] = set()
+    for pyproject in root.glob("harness-*/pyproject.toml"):
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+        for name, target in project["entry-points"]["harness"].items():
+            if ":" in target:  # a capability class; store plugins point at a module of hooks
+                shipped.add(name)
+    assert "recall" in shipped
+    assert shipped == set(KNOWN_CAPABILITY_NAMES)
