@@ -86,6 +86,8 @@ from harness.session.fileformat import (
     list_sessions,
     load_error,
     session_fields_from_bytes,
+    usage_from_mapping,
+    usage_to_mapping,
 )
 from harness.session.files import atomic_write_bytes
 from harness.session.paths import SESSION_DIR_ENV, default_session_dir, project_id_for
@@ -245,7 +247,7 @@ class Session:
             working_directory=head.working_directory,
             current_model=head.current_model,
             total_tokens=head.total_tokens,
-            usage=_usage_from_mapping(head.usage),
+            usage=usage_from_mapping(head.usage),
             thoughts=list(stored.thoughts),
             original_query=head.original_query,
             store=store,
@@ -276,7 +278,7 @@ class Session:
             working_directory=self.working_directory,
             current_model=self.current_model,
             total_tokens=self.total_tokens,
-            usage=_usage_to_mapping(self.usage),
+            usage=usage_to_mapping(self.usage),
             revision=self._tracker.revision,
             log_length=self._tracker.log_length,
             view_length=len(self._tracker.view),
@@ -364,7 +366,7 @@ class Session:
         return (
             written.total_tokens == self.total_tokens
             and written.current_model == self.current_model
-            and written.usage == _usage_to_mapping(self.usage)
+            and written.usage == usage_to_mapping(self.usage)
             and written.original_query == self.original_query
             and written.metadata == self.metadata
         )
@@ -442,7 +444,7 @@ class Session:
         """The file's JSON document (exactly the contract's keys)."""
         from harness.wire import messages_to_jsonable
 
-        usage = _usage_to_mapping(self.usage)
+        usage = usage_to_mapping(self.usage)
         return {
             "version": SESSION_VERSION,
             "session_id": self.session_id,
@@ -557,26 +559,3 @@ class Session:
             raise
         _QUARANTINED.discard(_key(file))
         return session
-
-
-def _usage_to_mapping(usage: Usage) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "request_tokens": usage.request_tokens,
-        "response_tokens": usage.response_tokens,
-        "cached_tokens": usage.cached_tokens,
-        "cache_write_tokens": usage.cache_write_tokens,
-    }
-    for key, value in usage.extra.items():
-        data.setdefault(key, value)
-    return data
-
-
-def _usage_from_mapping(data: Mapping[str, Any]) -> Usage:
-    known = ("request_tokens", "response_tokens", "cached_tokens", "cache_write_tokens")
-    return Usage(
-        request_tokens=int(data.get("request_tokens", 0)),
-        response_tokens=int(data.get("response_tokens", 0)),
-        cached_tokens=int(data.get("cached_tokens", 0)),
-        cache_write_tokens=int(data.get("cache_write_tokens", 0)),
-        extra={k: v for k, v in data.items() if k not in known},
-    )

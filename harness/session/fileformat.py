@@ -17,6 +17,8 @@ __all__ = [
     "list_sessions",
     "load_error",
     "session_fields_from_bytes",
+    "usage_from_mapping",
+    "usage_to_mapping",
 ]
 
 import json
@@ -100,6 +102,24 @@ def _usage(file: Path, value: Any, version: int) -> Usage:
             cached_tokens=int(data.get("cached_tokens", 0)),
             extra={k: v for k, v in data.items() if k not in known and k not in _USAGE_KEYS},
         )
+    return usage_from_mapping(data)
+
+
+def usage_to_mapping(usage: Usage) -> dict[str, Any]:
+    """``session_total_usage`` as a session file (and a store's head) writes it."""
+    data: dict[str, Any] = {
+        "request_tokens": usage.request_tokens,
+        "response_tokens": usage.response_tokens,
+        "cached_tokens": usage.cached_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+    }
+    for key, value in usage.extra.items():
+        data.setdefault(key, value)
+    return data
+
+
+def usage_from_mapping(data: Mapping[str, Any]) -> Usage:
+    """The :class:`Usage` of a checked ``session_total_usage`` mapping (unknown keys kept as extra)."""
     return Usage(
         request_tokens=int(data.get("request_tokens", 0)),
         response_tokens=int(data.get("response_tokens", 0)),

@@ -45,7 +45,7 @@ from typing import Any, cast
 import attrs
 
 from harness.errors import SessionLoadError, SessionStoreError
-from harness.session.fileformat import SESSION_VERSION, session_fields_from_bytes
+from harness.session.fileformat import SESSION_VERSION, session_fields_from_bytes, usage_to_mapping
 from harness.session.records import EditRecord, LedgerEntry, LogEntry, SessionHead, ViewEntry
 from harness.session.rows import HEAD_COLUMNS as ROW_HEAD_COLUMNS
 from harness.session.rows import (
@@ -369,15 +369,7 @@ def read_plain(file: Path, *, store: str, session_id: str) -> tuple[SessionHead,
     except OSError as exc:
         raise SessionStoreError(store, f"cannot read {file.name}: {exc}", session_id=session_id) from exc
     bodies = [encode_message(m)[0] for m in fields["messages"]]
-    usage = fields["usage"]
-    mapping: dict[str, Any] = {
-        "request_tokens": usage.request_tokens,
-        "response_tokens": usage.response_tokens,
-        "cached_tokens": usage.cached_tokens,
-        "cache_write_tokens": usage.cache_write_tokens,
-    }
-    for key, value in usage.extra.items():
-        mapping.setdefault(key, value)
+    mapping = usage_to_mapping(fields["usage"])
     head = SessionHead(
         session_id=fields["session_id"],
         project_id=fields["project_id"],
