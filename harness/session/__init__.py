@@ -113,7 +113,7 @@ from harness.session.store import (
     store_path,
     store_url,
 )
-from harness.session.tracking import StoreTracker
+from harness.session.tracking import StoreTracker, decode_bodies
 from harness.session.transfer import copy_all, copy_session
 
 if TYPE_CHECKING:
@@ -382,17 +382,7 @@ class Session:
             raise SessionStoreError(
                 "-", "this session has no store, so it keeps no log", session_id=self.session_id
             )
-        from harness.wire import load_messages
-
-        entries = store.read_log(self.session_id)
-        if not entries:
-            return []
-        try:
-            return load_messages("[" + ",".join(e.body for e in entries) + "]")
-        except (WireFormatError, ValueError) as exc:
-            raise SessionStoreError(
-                store.url, f"a logged message is not valid: {exc}", session_id=self.session_id
-            ) from exc
+        return decode_bodies(store.url, self.session_id, [e.body for e in store.read_log(self.session_id)])
 
     def fork(self, session_id: str | None = None) -> Session:
         """Copy this stored session under a new id (default: a new uuid4) and open the copy.

@@ -16,13 +16,14 @@ can say what changed without reading the store:
 
 from __future__ import annotations
 
-__all__ = ["StoreTracker", "decode_part", "encode_message", "encode_part", "message_ids"]
+__all__ = ["StoreTracker", "decode_bodies", "decode_part", "encode_message", "encode_part", "message_ids"]
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from harness.core.messages import CanonicalMessage, Part, ToolCallPart, ToolReturnPart
+from harness.errors import SessionStoreError, WireFormatError
 from harness.session.records import (
     Checkpoint,
     EditRecord,
@@ -43,6 +44,24 @@ def encode_message(message: CanonicalMessage) -> tuple[str, str]:
 
     data = messages_to_jsonable([message])[0]
     return encode_json(data, ascii_only=False).decode("utf-8"), searchable_text(data)
+
+
+def decode_bodies(store_url: str, session_id: str, bodies: Sequence[str]) -> list[CanonicalMessage]:
+    """Stored message bodies (wire-format JSON texts) as messages, parsed in one pass.
+
+    Raises:
+        SessionStoreError: A body is not a valid wire-format message (names the store and session).
+    """
+    from harness.wire import load_messages
+
+    if not bodies:
+        return []
+    try:
+        return load_messages("[" + ",".join(bodies) + "]")
+    except (WireFormatError, ValueError) as exc:
+        raise SessionStoreError(
+            store_url, f"a stored message is not valid: {exc}", session_id=session_id
+        ) from exc
 
 
 def encode_part(part: Part) -> str:

@@ -39,8 +39,8 @@ from harness.core.messages import (
     UnknownPart,
     UserPromptPart,
 )
-from harness.errors import SessionStoreError, WireFormatError
 from harness.session.records import EditRecord, SessionHead
+from harness.session.tracking import decode_bodies
 
 
 def plural(count: int, word: str) -> str:
@@ -71,24 +71,6 @@ def head_json(head: SessionHead, *, path: str | None = None) -> dict[str, Any]:
         "working_directory": head.working_directory,
         "path": path,
     }
-
-
-def decode_bodies(store_url: str, session_id: str, bodies: Sequence[str]) -> list[CanonicalMessage]:
-    """Stored message bodies as messages.
-
-    Raises:
-        SessionStoreError: A body is not a valid wire-format message (names the store and session).
-    """
-    from harness.wire import load_messages
-
-    if not bodies:
-        return []
-    try:
-        return load_messages("[" + ",".join(bodies) + "]")
-    except (WireFormatError, ValueError) as exc:
-        raise SessionStoreError(
-            store_url, f"a stored message is not valid: {exc}", session_id=session_id
-        ) from exc
 
 
 def _clip(text: str, width: int | None) -> str:
