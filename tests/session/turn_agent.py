@@ -20,6 +20,7 @@ __all__ = ["ReportingStore", "main"]
 import asyncio
 import json
 import os
+import random
 import sys
 import time
 import warnings
@@ -44,7 +45,7 @@ from harness.session import (
     StoredSession,
 )
 
-MAX_ATTEMPTS = 100
+MAX_ATTEMPTS = 400
 
 
 class ReportingStore:
@@ -164,6 +165,10 @@ def main(argv: Sequence[str]) -> None:
             try:
                 asyncio.run(agent.run(f"{name} turn {done}", session=session))
             except SessionConflictError:
+                # Back off with jitter, as a real client would: without it, under load the
+                # faster process can win every race and starve this one (a livelock, not a bug
+                # of the store, which the conflicts themselves show is working).
+                time.sleep(random.uniform(0, 0.005 * min(attempts, 20)))
                 continue
             done += 1
         report.write(json.dumps({"turns": done, "attempts": attempts}) + "\n")
