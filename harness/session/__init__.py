@@ -382,7 +382,8 @@ class Session:
             raise SessionStoreError(
                 "-", "this session has no store, so it keeps no log", session_id=self.session_id
             )
-        return decode_bodies(store.url, self.session_id, [e.body for e in store.read_log(self.session_id)])
+        bodies = [e.body for e in store.read_log(self.session_id)]
+        return decode_bodies(store.url, self.session_id, bodies, what="logged message")
 
     def fork(self, session_id: str | None = None) -> Session:
         """Copy this stored session under a new id (default: a new uuid4) and open the copy.

@@ -46,8 +46,12 @@ def encode_message(message: CanonicalMessage) -> tuple[str, str]:
     return encode_json(data, ascii_only=False).decode("utf-8"), searchable_text(data)
 
 
-def decode_bodies(store_url: str, session_id: str, bodies: Sequence[str]) -> list[CanonicalMessage]:
+def decode_bodies(
+    store_url: str, session_id: str, bodies: Sequence[str], *, what: str = "stored message"
+) -> list[CanonicalMessage]:
     """Stored message bodies (wire-format JSON texts) as messages, parsed in one pass.
+
+    ``what`` names the bodies in the error (``"logged message"`` for the raw log).
 
     Raises:
         SessionStoreError: A body is not a valid wire-format message (names the store and session).
@@ -59,9 +63,7 @@ def decode_bodies(store_url: str, session_id: str, bodies: Sequence[str]) -> lis
     try:
         return load_messages("[" + ",".join(bodies) + "]")
     except (WireFormatError, ValueError) as exc:
-        raise SessionStoreError(
-            store_url, f"a stored message is not valid: {exc}", session_id=session_id
-        ) from exc
+        raise SessionStoreError(store_url, f"a {what} is not valid: {exc}", session_id=session_id) from exc
 
 
 def encode_part(part: Part) -> str:
