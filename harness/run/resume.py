@@ -8,7 +8,8 @@ with a response whose tool calls have no answer. The tool-effect ledger
   never run again;
 * ``started`` (the process stopped while it ran): the entry becomes
   ``unknown_after_crash``. A tool declared idempotent (the default) is run again; any
-  other gets an answer saying its outcome is unknown, and the model decides what to do;
+  other gets an answer saying its outcome is unknown (recorded in the ledger, so a run
+  stopped again gives the same answer), and the model decides what to do;
 * no entry (it never started): it runs now.
 """
 
@@ -24,7 +25,7 @@ import attrs
 from harness.core.messages import CanonicalMessage, Part, ToolCallPart, ToolReturnPart, with_harness_mark
 from harness.errors import WireFormatError
 from harness.session import LedgerEntry
-from harness.session.tracking import decode_part
+from harness.session.tracking import decode_part, encode_part
 from harness.tools.tool import Tool
 
 OUTCOME_UNKNOWN_CONTENT = (
@@ -70,27 +71,26 @@ def plan_resume(
         if entry is None:
             rerun.append(call)
             continue
-        if entry.status in ("completed", "failed", "cancelled") and entry.result is not None:
+        if entry.result is not None:  # finished, or an unknown outcome already answered
             try:
                 answers[call.tool_call_id] = decode_part(entry.result)
                 continue
             except (WireFormatError, ValueError, IndexError, KeyError):
                 pass  # an unreadable record: treat the outcome as unknown
         tool = tools.get(call.tool_name)
-        if entry.status != "unknown_after_crash":
-            updates.append(
-                attrs.evolve(
-                    entry,
-                    status="unknown_after_crash",
-                    ended_at=now,
-                    error="the process stopped while the call ran",
-                )
-            )
+        unknown = attrs.evolve(
+            entry, status="unknown_after_crash", ended_at=now, error="the process stopped while the call ran"
+        )
         if tool is not None and tool.idempotent:
+            updates.append(unknown)  # until the re-run records its own start
             rerun.append(call)
             continue
-        answers[call.tool_call_id] = with_harness_mark(
+        answer = with_harness_mark(
             ToolReturnPart(call.tool_call_id, call.tool_name, OUTCOME_UNKNOWN_CONTENT, timestamp=now),
             outcome_unknown=True,
         )
+        # The answer is recorded with the entry, so a run killed again before the answer is
+        # logged gives the model the same answer next time.
+        updates.append(attrs.evolve(unknown, result=encode_part(answer)))
+        answers[call.tool_call_id] = answer
     return ResumePlan(answers, tuple(rerun), tuple(updates))

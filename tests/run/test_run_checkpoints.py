@@ -259,3 +259,26 @@ async def test_an_abort_keeps_the_interrupted_marker_in_the_store(store: Session
     # Continuing the aborted session is an ordinary next turn.
     result = await Agent(scripted(CanonicalMessage.response(TextPart("back")))).run("again", session=stored)
     assert result.output == "back"
+
+
+def test_an_unknown_outcome_is_recorded_so_a_second_stop_gives_the_same_answer() -> None:
+    from harness.run.resume import plan_resume
+    from harness.session.tracking import decode_part
+
+    def write(path: str) -> str:
+        """A write: never repeated."""
+        return path
+
+    tools = {"write": Tool.from_function(write, idempotent=False)}
+    calls = [ToolCallPart("w1", "write", {"path": "a"})]
+    first = plan_resume(calls, {"w1": ledger_entry("w1", "write", "started")}, tools)
+    assert first.rerun == ()
+    (update,) = first.ledger
+    assert update.status == "unknown_after_crash"
+    assert update.result is not None
+    assert decode_part(update.result).content == OUTCOME_UNKNOWN_CONTENT  # type: ignore[union-attr]
+    # Stopped again before the answer reached the log: the recorded answer is reused as is.
+    second = plan_resume(calls, {"w1": update}, tools)
+    assert second.rerun == ()
+    assert second.ledger == ()
+    assert second.answers["w1"] == first.answers["w1"]
