@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from harness.capabilities.base import Capability, Trigger
     from harness.capabilities.context import CompactionEvent, RequestContext
     from harness.config.store import open_store
+    from harness.core.effects import Effects, InProcessEffects, ModelRequestUnit, ToolCallUnit, ToolOutcome
     from harness.core.markers import hookimpl, hookspec
     from harness.core.messages import (
         CanonicalMessage,
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
         ToolRetryBudgetExceeded,
         UserAbort,
         WireFormatError,
+        WorkflowIncompatibleError,
         is_experimental,
         warn_experimental,
     )
@@ -137,6 +139,13 @@ __all__ = [
     "PluginManager",
     "warn_experimental",
     "is_experimental",
+    # Run durably (engines replace the effects)
+    "Effects",
+    "InProcessEffects",
+    "ModelRequestUnit",
+    "ToolCallUnit",
+    "ToolOutcome",
+    "WorkflowIncompatibleError",
     # Use sessions
     "Session",
     "SessionStore",
@@ -201,6 +210,12 @@ _OWNERS: dict[str, str] = {
     "PluginManager": "harness.hooks.manager",
     "warn_experimental": "harness.errors",
     "is_experimental": "harness.errors",
+    "Effects": "harness.core.effects",
+    "InProcessEffects": "harness.core.effects",
+    "ModelRequestUnit": "harness.core.effects",
+    "ToolCallUnit": "harness.core.effects",
+    "ToolOutcome": "harness.core.effects",
+    "WorkflowIncompatibleError": "harness.errors",
     "Session": "harness.session",
     "SessionStore": "harness.session",
     "open_store": "harness.config.store",

@@ -25,6 +25,7 @@ The families:
 * runs: :class:`RunError` and its kinds (:class:`MaxIterationsExceeded`,
   :class:`UserAbort`, :class:`RequestTimeout`, :class:`EmptyResponseError`,
   :class:`ToolRetryBudgetExceeded`);
+* durable runs: :class:`WorkflowIncompatibleError`, :class:`AgentLoadError`;
 * applications: :class:`CodingAgentMissingError`, :class:`PlotUnavailableError`,
   :class:`ScriptError`, :class:`HistoryBuildError`.
 """
@@ -32,6 +33,7 @@ The families:
 from __future__ import annotations
 
 __all__ = [
+    "AgentLoadError",
     "ApproximateTokenCountWarning",
     "CapabilityError",
     "CapabilityOrderError",
@@ -77,6 +79,7 @@ __all__ = [
     "UnknownPluginNameWarning",
     "UserAbort",
     "WireFormatError",
+    "WorkflowIncompatibleError",
     "is_experimental",
     "warn_experimental",
 ]
@@ -710,6 +713,47 @@ class ToolRetryBudgetExceeded(RunError):  # noqa: N818 - name fixed by the API
 # ------------------------------------------------------------------------------
 # Applications: the demo, the plot, the testing kit
 # ------------------------------------------------------------------------------
+
+
+class WorkflowIncompatibleError(HarnessError):
+    """A durable run cannot go on: its code or stack changed since it started, or its journal does not fit.
+
+    A durable engine replays a run from its journal; an agent whose model, tools,
+    capabilities, prompt or settings differ from the ones the run started with would
+    send different requests, so the run is refused instead of silently diverging. The
+    session is left as it was.
+
+    Attributes:
+        run_id: The workflow (run) that was refused.
+        changed: The agent's components that differ (``"tools"``, ``"capabilities"``...),
+            or the journal entry that does not fit.
+    """
+
+    def __init__(self, message: str, *, run_id: str | None = None, changed: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.changed = changed
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_incompatible, (str(self), self.run_id, self.changed))
+
+
+def _rebuild_incompatible(
+    message: str, run_id: str | None, changed: tuple[str, ...]
+) -> WorkflowIncompatibleError:
+    return WorkflowIncompatibleError(message, run_id=run_id, changed=changed)
+
+
+class AgentLoadError(HarnessError):
+    """An agent reference (``"package.module:attribute"``) could not be turned into an :class:`Agent`.
+
+    Attributes:
+        reference: The reference as given.
+    """
+
+    def __init__(self, reference: str, message: str) -> None:
+        super().__init__(f"agent {reference!r}: {message}")
+        self.reference = reference
 
 
 class CodingAgentMissingError(HarnessError):

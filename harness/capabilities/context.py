@@ -7,7 +7,7 @@ __all__ = [
     "RequestContext",
 ]
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -16,7 +16,7 @@ from harness.core.messages import CanonicalMessage, Part, UnknownPart, Usage, wi
 from harness.errors import MessageError
 
 if TYPE_CHECKING:
-    from harness.core.model import Model
+    from harness.core.model import Model, ModelSettings, ToolDefinition
     from harness.session import Session
     from harness.tokens import TokenCounter
 
@@ -83,6 +83,9 @@ class RequestContext:
             reference a placeholder should carry so the model can fetch the original
             content back, or ``None``. ``None`` (no recall installed): placeholders stay
             as they are. Read it through :meth:`reference_for`.
+        model_requester: Set by the run: makes a capability's model call one of the run's
+            effect units (journaled by a durable engine). Call it through
+            :meth:`request_model`.
     """
 
     messages: list[CanonicalMessage]
@@ -102,6 +105,43 @@ class RequestContext:
     references: Callable[[CanonicalMessage, Part | None], str | None] | None = attrs.field(
         default=None, repr=False
     )
+    model_requester: (
+        Callable[
+            [Model, Sequence[CanonicalMessage], Sequence[ToolDefinition], ModelSettings, str],
+            Awaitable[CanonicalMessage],
+        ]
+        | None
+    ) = attrs.field(default=None, repr=False)
+
+    async def request_model(
+        self,
+        model: Model,
+        messages: Sequence[CanonicalMessage],
+        tools: Sequence[ToolDefinition] = (),
+        settings: ModelSettings | None = None,
+        *,
+        source: str,
+    ) -> CanonicalMessage:
+        """Make a capability's own model call (a summary, a classification) as part of the run.
+
+        Inside a run the call is one of the run's effect units (see
+        :mod:`harness.core.effects`): a durable engine journals it, so a replayed run gets
+        the same answer without calling the model again. Outside a run (``harness.compact``
+        on a bare history) the model is called directly.
+
+        Args:
+            model: The model to ask.
+            messages: The request.
+            tools: Tool definitions to send (usually none).
+            settings: Model settings (default: none set).
+            source: The capability's name (recorded with the unit).
+        """
+        from harness.core.model import ModelSettings as _Settings
+
+        chosen = settings if settings is not None else _Settings()
+        if self.model_requester is None:
+            return await model.request(messages, tools, chosen)
+        return await self.model_requester(model, messages, tools, chosen, source)
 
     def reference_for(self, message: CanonicalMessage, part: Part | None = None) -> str | None:
         """The recall reference for ``message`` (or one of its parts), or ``None``.

@@ -8,7 +8,18 @@ from __future__ import annotations
 
 __all__ = ["cli", "main"]
 
-from harness.cli import compact, demo_cmd, hooks, inspect_cmd, plugins_cmd, replay, run, sessions, stats
+from harness.cli import (
+    compact,
+    demo_cmd,
+    hooks,
+    inspect_cmd,
+    plugins_cmd,
+    replay,
+    run,
+    sessions,
+    stats,
+    worker,
+)
 from harness.cli._app import cli, main
 
-del compact, demo_cmd, hooks, inspect_cmd, plugins_cmd, replay, run, sessions, stats
+del compact, demo_cmd, hooks, inspect_cmd, plugins_cmd, replay, run, sessions, stats, worker

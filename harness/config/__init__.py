@@ -108,6 +108,8 @@ needs the context window: the model's, or the ``context_window`` given to
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 __all__ = [
     "CONFIG_FILE_NAME",
     "PYPROJECT_FILE_NAME",
@@ -117,6 +119,7 @@ __all__ = [
     "default_stack_entries",
     "default_stack_spec",
     "find_stack_file",
+    "load_agent",
     "format_stack",
     "installed_capability_classes",
     "load_stack_file",
@@ -130,3 +133,15 @@ from harness.capabilities._stack_grammar import format_stack, parse_stack
 from harness.config._build import TRIGGER_PARAMETERS, build_stack, installed_capability_classes, resolve_stack
 from harness.config._files import CONFIG_FILE_NAME, PYPROJECT_FILE_NAME, find_stack_file, load_stack_file
 from harness.config.stacks import default_stack_entries, default_stack_spec, tiered_stack_entries
+
+if TYPE_CHECKING:
+    from harness.config.agents import load_agent
+
+
+def __getattr__(name: str) -> Any:
+    """``load_agent`` on first use: it imports the agent loop, which stack parsing never needs."""
+    if name == "load_agent":
+        from harness.config.agents import load_agent
+
+        return load_agent
+    raise AttributeError(f"module 'harness.config' has no attribute {name!r}")

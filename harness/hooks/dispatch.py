@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 ASYNC_HOOKS: Final = frozenset({"before_model_request", "after_node", "on_tool", "on_compaction"})
 """Hooks the manager calls itself, awaiting ``async def`` implementations (no wrappers)."""
 
-DECISION_HOOKS: Final = frozenset({"count_tokens", "resolve_model", "resolve_store"})
+DECISION_HOOKS: Final = frozenset({"count_tokens", "resolve_model", "resolve_store", "resolve_engine"})
 """``firstresult`` hooks the manager calls itself, synchronously, in pluggy's order (no wrappers)."""
 
 INTERRUPTS: Final = (asyncio.CancelledError, KeyboardInterrupt, SystemExit, GeneratorExit)

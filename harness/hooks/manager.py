@@ -439,6 +439,16 @@ class PluginManager:
         passthrough = (SessionStoreError, StoreResolutionError)
         return decide(impls, {"url": url}, "resolve_store", trace=self._trace, passthrough=passthrough)
 
+    def resolve_engine(self, name: str) -> object | None:
+        """Ask the ``resolve_engine`` hook for the worker command of engine ``name``; ``None``: none knows it.
+
+        Only registered plugins answer: call :meth:`load_entrypoint_plugins` first.
+
+        Raises:
+            CapabilityError: An implementation raised; it names the plugin and is chained.
+        """
+        return self._decide("resolve_engine", None, name=name.strip().lower())
+
     def token_counter(self, model_name: str | None = None) -> TokenCounter:
         """The token counter this manager owns for ``model_name``, honouring the ``count_tokens`` hook.
 

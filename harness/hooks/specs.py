@@ -29,6 +29,7 @@ __all__ = [
     "count_tokens",
     "on_compaction",
     "on_tool",
+    "resolve_engine",
     "resolve_model",
     "resolve_store",
 ]
@@ -263,4 +264,29 @@ def resolve_store(url: str) -> SessionStore | None:
 
     Args:
         url: The URL as the user wrote it, stripped of surrounding blanks.
+    """
+
+
+@hookspec(firstresult=True)
+def resolve_engine(name: str) -> object | None:
+    """Give the worker command of a durable-execution engine, such as ``"dbos"`` or ``"temporal"``.
+
+    Signature: ``resolve_engine(name: str) -> object | None``
+
+    Called by ``harness worker NAME ...`` (and :meth:`PluginManager.resolve_engine
+    <harness.hooks.manager.PluginManager.resolve_engine>`) to find the engine plugin
+    that runs workers for ``name``. ``harness-dbos`` answers ``"dbos"``,
+    ``harness-temporal`` answers ``"temporal"``.
+
+    Ordering: pluggy's order (last registered first; ``tryfirst`` / ``trylast``
+    respected). Stops at first non-None result (``firstresult``).
+
+    Return value: a ``click`` command (or group) that ``harness worker NAME`` invokes with
+    the rest of the command line, or ``None`` when the plugin does not know ``name``.
+    Any other exception than ``HarnessError`` raises ``CapabilityError`` naming the plugin.
+
+    Async: not allowed; the command line is synchronous.
+
+    Args:
+        name: The engine's name as the user wrote it, lowercased.
     """

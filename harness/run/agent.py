@@ -20,6 +20,7 @@ from typing import Any, cast
 
 import attrs
 
+from harness.core.effects import Effects
 from harness.core.messages import CanonicalMessage, Usage, history_repr
 from harness.core.model import Model, ModelSettings, ToolDefinition
 from harness.errors import ToolDefinitionError
@@ -257,7 +258,9 @@ class Agent:
         """Whether tool calls written as text are parsed."""
         return self.run_settings.fallback_tool_calls
 
-    async def run(self, prompt: str | None, session: Session | None = None) -> RunResult:
+    async def run(
+        self, prompt: str | None, session: Session | None = None, *, effects: Effects | None = None
+    ) -> RunResult:
         """Run ``prompt`` to a final answer.
 
         Args:
@@ -266,6 +269,9 @@ class Agent:
             session: The conversation to continue and update; a fresh in-memory session
                 when omitted (find it on the result). A session with a ``path`` is saved
                 after the run, and after a failure before the error is raised.
+            effects: How the run makes its model requests and tool calls (see
+                :mod:`harness.core.effects`); durable engines (``harness-dbos``,
+                ``harness-temporal``) pass theirs. Default: in this process.
 
         Raises:
             MaxIterationsExceeded, EmptyResponseError, ToolRetryBudgetExceeded,
@@ -281,6 +287,7 @@ class Agent:
             prompt,
             plugin_manager=self.plugin_manager,
             counter=self.plugin_manager.token_counter(self.model.model_name),
+            effects=effects,
         )
         self._active.add(orchestrator)
         try:

@@ -21,13 +21,12 @@ __all__ = ["NON_RETRYABLE", "ToolExecutor", "tool_content"]
 import asyncio
 import dataclasses
 import json
-import random
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 import attrs
 
+from harness.core.effects import NON_RETRYABLE, Effects, InProcessEffects, ToolCallUnit, ToolOutcome
 from harness.core.messages import (
     CanonicalMessage,
     Part,
@@ -36,31 +35,15 @@ from harness.core.messages import (
     ToolReturnPart,
     with_harness_mark,
 )
-from harness.errors import HarnessError, MessageError, ToolArgumentsError, ToolRetry, UserAbort
+from harness.errors import MessageError, ToolArgumentsError, UserAbort
 from harness.run.recovery import ABORTED_TOOL_CONTENT
+from harness.run.resume import OUTCOME_UNKNOWN_CONTENT
 from harness.run.settings import RunSettings
 from harness.tools.context import RunContext
 from harness.tools.lifecycle import ToolEvent
 from harness.tools.tool import Tool
 
-NON_RETRYABLE: tuple[type[BaseException], ...] = (
-    ToolRetry,
-    ToolArgumentsError,
-    UserAbort,
-    asyncio.CancelledError,
-    KeyboardInterrupt,
-    SystemExit,
-    HarnessError,
-)
-"""Exceptions a tool raises that are never retried, even when a tool lists them in ``retry_on``.
-
-``ToolRetry`` and argument errors become retry prompts; the others (user abort,
-cancellation, configuration errors, which are all ``HarnessError``) stop the run. Of the
-other exceptions only transient ones are retried (see :mod:`harness.tools.tool`).
-"""
-
 _FIX = "Fix the errors and try again."
-_BACKOFF_CAP = 5.0
 
 
 def tool_content(value: Any) -> Any:
@@ -96,10 +79,6 @@ def _short(value: Any) -> str:
     return text[:500]
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
 def _failure_content(name: str, error: str, attempts: int, *, transient: bool, tool: Tool) -> str:
     """What the model reads when a call failed: the error, and whether it was retried."""
     if not tool.idempotent:
@@ -120,11 +99,18 @@ class ToolExecutor:
         settings: The run's settings (tools, retries, parallelism).
         run: The run context; its registry records every call.
         emit: Sends a registry event to the ``on_tool`` hook.
+        effects: Where each call runs (:meth:`~harness.core.effects.Effects.tool_call`) and
+            the clock of the answers' timestamps.
     """
 
     def __init__(
-        self, settings: RunSettings, run: RunContext, emit: Callable[[ToolEvent], Awaitable[None]]
+        self,
+        settings: RunSettings,
+        run: RunContext,
+        emit: Callable[[ToolEvent], Awaitable[None]],
+        effects: Effects | None = None,
     ) -> None:
+        self.effects: Effects = effects if effects is not None else InProcessEffects()
         self.settings = settings
         self.run = run
         self.emit = emit
@@ -181,7 +167,7 @@ class ToolExecutor:
     def _retry_part(self, call: ToolCallPart, message: str, *, hint: bool = True) -> RetryPromptPart:
         content = f"{message}\n\n{_FIX}" if hint and not message.endswith(_FIX) else message
         return RetryPromptPart(
-            content, tool_name=call.tool_name, tool_call_id=call.tool_call_id, timestamp=_now()
+            content, tool_name=call.tool_name, tool_call_id=call.tool_call_id, timestamp=self.effects.now()
         )
 
     async def _finish(self, call: ToolCallPart, part: Part, event: ToolEvent) -> None:
@@ -237,44 +223,67 @@ class ToolExecutor:
             return
 
         ctx = self.run.for_tool(call.tool_call_id, call.tool_name, self._retries.get(call.tool_name, 0))
-        attempts = max(1, self.settings.tool_max_retries) if tool.idempotent else 1
-        for attempt in range(1, attempts + 1):
+
+        async def attempt() -> Any:
             registry.note_attempt(call.tool_call_id)
+            return tool_content(await tool.call(arguments, ctx))
+
+        unit = ToolCallUnit(
+            call=call,
+            arguments=arguments,
+            idempotent=tool.idempotent,
+            max_attempts=max(1, self.settings.tool_max_retries) if tool.idempotent else 1,
+            base_delay=self.settings.tool_retry_base_delay,
+            attempt=attempt,
+            is_transient=tool.is_transient,
+            session_id=self.run.session.session_id,
+            revision=self.run.session.revision if self.run.session.store is not None else None,
+        )
+        try:
+            outcome = await self.effects.tool_call(unit)
+        except NON_RETRYABLE as exc:
             try:
-                result = await tool.call(arguments, ctx)
-            except ToolRetry as exc:
-                await self._retry_prompt(call, tool, exc.message, hint=exc.hint)
-                return
-            except ToolArgumentsError as exc:  # a tool validating further arguments itself
-                await self._retry_prompt(call, tool, str(exc))
-                return
-            except NON_RETRYABLE as exc:
-                try:
-                    await self._fatal(call, exc)
-                except Exception as failure:  # an on_tool observer: noted, never masking ``exc``
-                    exc.add_note(
-                        f"harness: the on_tool hook failed on the result of tool call "
-                        f"{call.tool_call_id!r} while the run was stopping: {failure}"
-                    )
-                raise
-            except Exception as exc:
-                transient = tool.is_transient(exc)
-                if transient and attempt < attempts:
-                    await asyncio.sleep(self._backoff(attempt))
-                    continue
-                error = f"{type(exc).__name__}: {exc}"
-                content = _failure_content(call.tool_name, error, attempt, transient=transient, tool=tool)
-                part = with_harness_mark(
-                    ToolReturnPart(call.tool_call_id, call.tool_name, content, timestamp=_now()),
-                    tool_error=True,
+                await self._fatal(call, exc)
+            except Exception as failure:  # an on_tool observer: noted, never masking ``exc``
+                exc.add_note(
+                    f"harness: the on_tool hook failed on the result of tool call "
+                    f"{call.tool_call_id!r} while the run was stopping: {failure}"
                 )
-                await self._finish(call, part, registry.fail(call.tool_call_id, error))
-                return
-            self._retries[call.tool_name] = 0
-            content = tool_content(result)
-            part = ToolReturnPart(call.tool_call_id, call.tool_name, content, timestamp=_now())
-            await self._finish(call, part, registry.complete(call.tool_call_id, _short(content)))
+            raise
+        await self._settle(call, tool, outcome)
+
+    async def _settle(self, call: ToolCallPart, tool: Tool, outcome: ToolOutcome) -> None:
+        """Turn a call's outcome into its answer and its registry event."""
+        registry = self.run.run.tool_registry
+        if outcome.kind == "retry":
+            await self._retry_prompt(call, tool, outcome.error or "", hint=outcome.hint)
             return
+        if outcome.kind == "returned":
+            self._retries[call.tool_name] = 0
+            part = ToolReturnPart(
+                call.tool_call_id, call.tool_name, outcome.content, timestamp=self.effects.now()
+            )
+            await self._finish(call, part, registry.complete(call.tool_call_id, _short(outcome.content)))
+            return
+        if outcome.kind == "unknown":
+            part = with_harness_mark(
+                ToolReturnPart(
+                    call.tool_call_id, call.tool_name, OUTCOME_UNKNOWN_CONTENT, timestamp=self.effects.now()
+                ),
+                outcome_unknown=True,
+            )
+            error = outcome.error or "the worker stopped while the call ran; its outcome is unknown"
+            await self._finish(call, part, registry.fail(call.tool_call_id, error))
+            return
+        error = outcome.error or "the tool failed"
+        content = _failure_content(
+            call.tool_name, error, outcome.attempts, transient=outcome.transient, tool=tool
+        )
+        part = with_harness_mark(
+            ToolReturnPart(call.tool_call_id, call.tool_name, content, timestamp=self.effects.now()),
+            tool_error=True,
+        )
+        await self._finish(call, part, registry.fail(call.tool_call_id, error))
 
     async def _fatal(self, call: ToolCallPart, exc: BaseException) -> None:
         """Record the result of a call that stops the run (abort, or a harness error)."""
@@ -284,17 +293,16 @@ class ToolExecutor:
         if isinstance(exc, UserAbort | KeyboardInterrupt):
             reason = f"{ABORTED_TOOL_CONTENT}: {exc}" if str(exc) else ABORTED_TOOL_CONTENT
             part = with_harness_mark(
-                ToolReturnPart(call.tool_call_id, call.tool_name, reason, timestamp=_now()), aborted=True
+                ToolReturnPart(call.tool_call_id, call.tool_name, reason, timestamp=self.effects.now()),
+                aborted=True,
             )
             await self._finish(call, part, registry.cancel(call.tool_call_id, reason))
             return
         error = f"{type(exc).__name__}: {exc}"
         part = with_harness_mark(
-            ToolReturnPart(call.tool_call_id, call.tool_name, f"Tool failed: {error}", timestamp=_now()),
+            ToolReturnPart(
+                call.tool_call_id, call.tool_name, f"Tool failed: {error}", timestamp=self.effects.now()
+            ),
             tool_error=True,
         )
         await self._finish(call, part, registry.fail(call.tool_call_id, error))
-
-    def _backoff(self, attempt: int) -> float:
-        delay = min(self.settings.tool_retry_base_delay * 2 ** (attempt - 1), _BACKOFF_CAP)
-        return delay * (1 + random.random() * 0.1)

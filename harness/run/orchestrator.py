@@ -2,7 +2,8 @@
 
 Sequence (the contract's "Request Loop Contract"):
 
-1. **Context + id**: ``request_id = str(uuid4())[:8]``, stored on the run's state.
+1. **Context + id**: ``request_id`` = the first 8 characters of a fresh id from the run's
+   effects (:meth:`~harness.core.effects.Effects.new_id`), stored on the run's state.
 2. **Runtime reset**: a fresh :class:`~harness.tools.context.RunState` per run (counters,
    tool registry, empty-response counter); ``original_query`` is taken from the session
    when already set.
@@ -30,15 +31,16 @@ from __future__ import annotations
 __all__ = ["RequestOrchestrator", "RunOutcome"]
 
 import asyncio
-import uuid
 import weakref
-from datetime import UTC, datetime
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import attrs
 
 from harness import history as hist
 from harness.capabilities.context import RequestContext
+from harness.core._sequences import common_prefix
+from harness.core.effects import Effects, InProcessEffects, ModelRequestUnit, RequestDelta
 from harness.core.messages import (
     CanonicalMessage,
     RetryPromptPart,
@@ -49,6 +51,7 @@ from harness.core.messages import (
     UserPromptPart,
     with_harness_mark,
 )
+from harness.core.model import Model, ModelSettings, ToolDefinition
 from harness.core.nodes import CallToolsNode, EndNode, ModelRequestNode, Node
 from harness.errors import (
     EmptyResponseError,
@@ -61,7 +64,7 @@ from harness.errors import (
 )
 from harness.hooks.manager import PluginManager
 from harness.run.executor import ToolExecutor
-from harness.run.fallback import with_fallback_tool_calls
+from harness.run.fallback import FALLBACK_ID_PREFIX, with_fallback_tool_calls
 from harness.run.outgoing import build_outgoing, system_parts
 from harness.run.persist import SessionWriter
 from harness.run.prepare import prepare_history
@@ -107,6 +110,8 @@ class RequestOrchestrator:
         prompt: The user prompt, or ``None`` to continue a pending request.
         plugin_manager: The plugins and capabilities to call.
         counter: The token counter of the run's owner.
+        effects: How the run performs its model requests and tool calls, and where its
+            clock and fresh ids come from (default: :class:`~harness.core.effects.InProcessEffects`).
     """
 
     def __init__(
@@ -117,20 +122,23 @@ class RequestOrchestrator:
         *,
         plugin_manager: PluginManager,
         counter: TokenCounter,
+        effects: Effects | None = None,
     ) -> None:
+        self.effects: Effects = effects if effects is not None else InProcessEffects()
         self.settings = settings
         self.session = session
         self.pm = plugin_manager
         self.counter = counter
         self.model = settings.model
-        state = RunState(request_id=str(uuid.uuid4())[:8], original_query=session.original_query)
+        state = RunState(request_id=self.effects.new_id()[:8], original_query=session.original_query)
+        state.tool_registry.clock = self.effects.now
         if state.original_query is None and prompt is not None:
             state.original_query = prompt
         # Until the history is prepared, the run's history is the session's, unchanged.
         self.ctx = RunContext(
             model=settings.model, session=session, prompt=prompt, run=state, messages=list(session.messages)
         )
-        self.executor = ToolExecutor(settings, self.ctx, self._emit)
+        self.executor = ToolExecutor(settings, self.ctx, self._emit, self.effects)
         self.added = 0
         self.thoughts: list[str] = []
         self._batch: tuple[Any, ...] | None = None
@@ -138,6 +146,9 @@ class RequestOrchestrator:
         self._task: asyncio.Task[Any] | None = None
         self._aborted = False
         self._events: list[ToolEvent] = []
+        self._units = 0
+        self._deltas = bool(getattr(self.effects, "deltas", True))
+        self._last_view: list[CanonicalMessage] | None = None
         self.writer = SessionWriter(session, self.ctx, self.executor)
 
     @property
@@ -219,7 +230,7 @@ class RequestOrchestrator:
         calls = pending_calls(self.session.messages)
         if not calls or self.session.store is None:
             return
-        plan = plan_resume(calls, self.session.ledger, self.settings.tools)
+        plan = plan_resume(calls, self.session.ledger, self.settings.tools, now=self.effects.now())
         for entry in plan.ledger:
             self.session.record_tool(entry)
         self.ctx.messages = list(self.session.messages)
@@ -237,7 +248,7 @@ class RequestOrchestrator:
     def _prepare(self) -> None:
         request = None
         if self.ctx.prompt is not None:
-            request = CanonicalMessage.request(UserPromptPart(self.ctx.prompt, timestamp=datetime.now(UTC)))
+            request = CanonicalMessage.request(UserPromptPart(self.ctx.prompt, timestamp=self.effects.now()))
         before = self.session.messages
         messages = prepare_history(before, self.ctx.prompt, self.counter, request=request)
         self.added = 1
@@ -255,15 +266,15 @@ class RequestOrchestrator:
                 raise MaxIterationsExceeded(self.settings.max_iterations)
             state.current_iteration = state.iteration_count = state.current_iteration + 1
             outgoing = await self._send_prepare()
-            response = await self.model.request(
-                outgoing, self.settings.tool_definitions, self.settings.model_settings
+            response = await self.effects.model_request(outgoing)
+            done, output = await self._process(
+                normalise_response(response, self.model.model_name, now=self.effects.now), outgoing.messages
             )
-            done, output = await self._process(normalise_response(response, self.model.model_name), outgoing)
             if done:
                 return output
 
-    async def _send_prepare(self) -> list[CanonicalMessage]:
-        """Run the capabilities on the history and build the request to send."""
+    async def _send_prepare(self) -> ModelRequestUnit:
+        """Run the capabilities on the history and build the request unit to send."""
         ctx = RequestContext(
             messages=self.history,
             token_counter=self.counter,
@@ -276,6 +287,7 @@ class RequestOrchestrator:
             request_id=self.ctx.request_id,
             state=self.ctx.state,  # per-run storage, shared by every request of the run
             session=self.session,
+            model_requester=self._capability_request,
         )
         before = len(self.history)
         snapshot = list(self.history) if self.session.store is not None else None
@@ -287,10 +299,57 @@ class RequestOrchestrator:
                 self.writer.edited(snapshot, ctx.events)
         if not self.history or self.history[-1].kind != "request":
             raise HarnessError("before_model_request left a history that does not end with the request")
-        return build_outgoing(self.history, await system_parts(self.settings, self.ctx), ctx.request_scoped)
+        system = await system_parts(self.settings, self.ctx)
+        view: Sequence[CanonicalMessage] = self.history
+        delta = None
+        if self._deltas:
+            view = list(self.history)
+            previous = self._last_view or []
+            keep = common_prefix(previous, view)
+            delta = RequestDelta(keep, tuple(view[keep:]), tuple(system), tuple(ctx.request_scoped))
+            self._last_view = view
+        self._units += 1
+        return ModelRequestUnit(
+            index=self._units,
+            purpose="request",
+            source="agent",
+            model=self.model,
+            messages=build_outgoing(view, system, ctx.request_scoped),
+            view=view,
+            delta=delta,
+            tools=self.settings.tool_definitions,
+            settings=self.settings.model_settings,
+            session_id=self.session.session_id,
+            revision=self.session.revision if self.session.store is not None else None,
+        )
+
+    async def _capability_request(
+        self,
+        model: Model,
+        messages: Sequence[CanonicalMessage],
+        tools: Sequence[ToolDefinition],
+        settings: ModelSettings,
+        source: str,
+    ) -> CanonicalMessage:
+        """A capability's own model call (the summarizer), made as a unit of the run."""
+        self._units += 1
+        unit = ModelRequestUnit(
+            index=self._units,
+            purpose="capability",
+            source=source,
+            model=model,
+            messages=list(messages),
+            view=list(messages),
+            tools=tuple(tools),
+            settings=settings,
+            session_id=self.session.session_id,
+        )
+        return normalise_response(
+            await self.effects.model_request(unit), model.model_name, now=self.effects.now
+        )
 
     async def _process(
-        self, response: CanonicalMessage, outgoing: list[CanonicalMessage]
+        self, response: CanonicalMessage, outgoing: Sequence[CanonicalMessage]
     ) -> tuple[bool, str | None]:
         """Act on one response. Returns ``(done, output)``."""
         iteration = self.ctx.iteration
@@ -306,11 +365,17 @@ class RequestOrchestrator:
 
         used_fallback = False
         if not response.tool_calls and self.settings.tools and self.settings.fallback_tool_calls:
-            with_calls = with_fallback_tool_calls(response, self.settings.tools.keys())
+            with_calls = with_fallback_tool_calls(
+                response,
+                self.settings.tools.keys(),
+                make_id=lambda: f"{FALLBACK_ID_PREFIX}{self.effects.new_id()}",
+            )
             if with_calls is not None:
                 response = with_calls
                 used_fallback = True
-        response = unique_tool_call_ids(response, self._known_ids, self.ctx.run.tool_registry)
+        response = unique_tool_call_ids(
+            response, self._known_ids, self.ctx.run.tool_registry, new_id=self.effects.new_id
+        )
         calls = response.tool_calls
         self._batch = calls or None
         self.executor.results = {}
@@ -368,7 +433,7 @@ class RequestOrchestrator:
         # The empty response is not stored (it would be an empty message); its thinking
         # went to the thoughts. The nudge joins the request that was just sent.
         nudge = with_harness_mark(
-            RetryPromptPart(EMPTY_RESPONSE_NUDGE, timestamp=datetime.now(UTC)), empty_response=count
+            RetryPromptPart(EMPTY_RESPONSE_NUDGE, timestamp=self.effects.now()), empty_response=count
         )
         last = self.history[-1]
         self.history[-1] = last.replace(parts=(*last.parts, nudge))

@@ -5,7 +5,7 @@ from __future__ import annotations
 __all__ = ["EMPTY_RESPONSE_NUDGE", "is_blank_response", "normalise_response", "unique_tool_call_ids"]
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,8 +32,16 @@ def is_blank_response(response: CanonicalMessage) -> bool:
     return True
 
 
-def normalise_response(response: object, model_name: str) -> CanonicalMessage:
+def normalise_response(
+    response: object, model_name: str, *, now: Callable[[], datetime] | None = None
+) -> CanonicalMessage:
     """Check that a model returned a response message and fill in what it left out.
+
+    Args:
+        response: What the model returned.
+        model_name: The model's name, for a response without one.
+        now: The clock for a response without a timestamp (default: the wall clock); a
+            run passes its effects' replay-stable one.
 
     Raises:
         ModelResponseError: ``response`` is not a response :class:`CanonicalMessage`.
@@ -52,12 +60,16 @@ def normalise_response(response: object, model_name: str) -> CanonicalMessage:
     if response.model_name is None:
         changes["model_name"] = model_name
     if response.timestamp is None:
-        changes["timestamp"] = datetime.now(UTC)
+        changes["timestamp"] = now() if now is not None else datetime.now(UTC)
     return response.replace(**changes) if changes else response
 
 
 def unique_tool_call_ids(
-    response: CanonicalMessage, known: set[str], registry: ToolCallRegistry
+    response: CanonicalMessage,
+    known: set[str],
+    registry: ToolCallRegistry,
+    *,
+    new_id: Callable[[], str] | None = None,
 ) -> CanonicalMessage:
     """Give tool call ids already used (in the run or the history) a fresh suffix.
 
@@ -65,6 +77,8 @@ def unique_tool_call_ids(
         response: The response whose calls are checked.
         known: Every call id seen so far; updated in place with this response's ids.
         registry: The run's tool-call registry (its ids are taken too).
+        new_id: Fresh ids for the suffix (default: ``uuid4().hex``); a run passes its
+            effects' replay-stable ones.
     """
     calls = response.tool_calls
     if not calls:
@@ -83,9 +97,10 @@ def unique_tool_call_ids(
     for part in response.parts:
         if isinstance(part, ToolCallPart):
             if part.tool_call_id in taken:
-                new_id = f"{part.tool_call_id}_{uuid.uuid4().hex[:8]}"
+                fresh = new_id() if new_id is not None else uuid.uuid4().hex
+                renamed = f"{part.tool_call_id}_{fresh[:8]}"
                 part = with_harness_mark(
-                    attrs.evolve(part, tool_call_id=new_id), original_id=part.tool_call_id
+                    attrs.evolve(part, tool_call_id=renamed), original_id=part.tool_call_id
                 )
             taken.add(part.tool_call_id)
         parts.append(part)

@@ -59,13 +59,20 @@ class ResumePlan:
 
 
 def plan_resume(
-    calls: Sequence[ToolCallPart], ledger: Mapping[str, LedgerEntry], tools: Mapping[str, Tool]
+    calls: Sequence[ToolCallPart],
+    ledger: Mapping[str, LedgerEntry],
+    tools: Mapping[str, Tool],
+    *,
+    now: datetime | None = None,
 ) -> ResumePlan:
-    """Decide, call by call, between reusing, re-running and reporting an unknown outcome."""
+    """Decide, call by call, between reusing, re-running and reporting an unknown outcome.
+
+    ``now`` stamps the entries and answers it writes (default: the wall clock).
+    """
     answers: dict[str, Part] = {}
     rerun: list[ToolCallPart] = []
     updates: list[LedgerEntry] = []
-    now = datetime.now(UTC)
+    now = now if now is not None else datetime.now(UTC)
     for call in calls:
         entry = ledger.get(call.tool_call_id)
         if entry is None:

@@ -238,7 +238,26 @@ class Session:
                 changed).
         """
         stored = store.load(session_id)
+        return cls.from_stored(store, stored, edits=len(store.edits(session_id)))
+
+    @classmethod
+    def from_stored(cls, store: SessionStore, stored: StoredSession, *, edits: int) -> Session:
+        """The session ``stored`` holds (what :meth:`SessionStore.load` returned), bound to ``store``.
+
+        :meth:`open` is ``store.load`` then this. A durable engine uses it to start a
+        replayed run from the session as it was when the run began (a snapshot kept in
+        its journal), not as the run's earlier execution left it.
+
+        Args:
+            store: The store later checkpoints go to.
+            stored: The session's head, view, thoughts and ledger.
+            edits: How many edit records the store holds for it.
+
+        Raises:
+            SessionStoreError: A stored message is not valid.
+        """
         head = stored.head
+        session_id = head.session_id
         session = cls(
             session_id=head.session_id,
             project_id=head.project_id,
@@ -256,7 +275,7 @@ class Session:
             metadata=dict(head.metadata),
         )
         try:
-            session.messages = session._tracker.adopt(stored, edits=len(store.edits(session_id)))
+            session.messages = session._tracker.adopt(stored, edits=edits)
         except (WireFormatError, ValueError) as exc:
             raise SessionStoreError(
                 store.url, f"a stored message is not valid: {exc}", session_id=session_id

@@ -20,7 +20,7 @@ __all__ = [
 ]
 
 import enum
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeAlias
 
@@ -114,8 +114,10 @@ class ToolCallRegistry:
     * ``complete`` / ``fail`` / ``cancel``: ``pending`` or ``running`` → terminal.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], datetime] | None = None) -> None:
         self._records: dict[str, ToolCallRecord] = {}
+        self.clock: Callable[[], datetime] = clock if clock is not None else _now
+        """Where the records' timestamps come from (a run sets its effects' replay-stable clock)."""
 
     def __len__(self) -> int:
         return len(self._records)
@@ -170,7 +172,7 @@ class ToolCallRegistry:
                 "pending",
                 "is already registered (tool call ids must be unique within a run)",
             )
-        record = ToolCallRecord(part.tool_call_id, part.tool_name, part.args)
+        record = ToolCallRecord(part.tool_call_id, part.tool_name, part.args, registered_at=self.clock())
         self._records[part.tool_call_id] = record
         return ToolEvent("registered", record)
 
@@ -195,7 +197,7 @@ class ToolCallRegistry:
 
     def start(self, tool_call_id: str) -> ToolEvent:
         """Mark the call as running."""
-        return ToolEvent("started", self._move(tool_call_id, ToolCallStatus.RUNNING, started_at=_now()))
+        return ToolEvent("started", self._move(tool_call_id, ToolCallStatus.RUNNING, started_at=self.clock()))
 
     def note_attempt(self, tool_call_id: str) -> ToolCallRecord:
         """Count one execution attempt of a running call (no event is emitted)."""
@@ -209,7 +211,7 @@ class ToolCallRegistry:
         text = None if result is None else result[:_MAX_RESULT_CHARS]
         return ToolEvent(
             "completed",
-            self._move(tool_call_id, ToolCallStatus.COMPLETED, completed_at=_now(), result=text),
+            self._move(tool_call_id, ToolCallStatus.COMPLETED, completed_at=self.clock(), result=text),
         )
 
     def fail(self, tool_call_id: str, error: str) -> ToolEvent:
@@ -217,7 +219,10 @@ class ToolCallRegistry:
         return ToolEvent(
             "failed",
             self._move(
-                tool_call_id, ToolCallStatus.FAILED, completed_at=_now(), error=error[:_MAX_RESULT_CHARS]
+                tool_call_id,
+                ToolCallStatus.FAILED,
+                completed_at=self.clock(),
+                error=error[:_MAX_RESULT_CHARS],
             ),
         )
 
@@ -225,7 +230,7 @@ class ToolCallRegistry:
         """Mark the call as cancelled, storing ``reason`` in ``error``."""
         return ToolEvent(
             "cancelled",
-            self._move(tool_call_id, ToolCallStatus.CANCELLED, completed_at=_now(), error=reason),
+            self._move(tool_call_id, ToolCallStatus.CANCELLED, completed_at=self.clock(), error=reason),
         )
 
     def check_against(self, messages: Sequence[CanonicalMessage]) -> list[str]:

@@ -26,6 +26,7 @@ FACADE = {
     "count_tokens": "count_tokens",
     "resolve_model": "resolve_model",
     "resolve_store": "resolve_store",
+    "resolve_engine": "resolve_engine",
 }
 
 
@@ -58,7 +59,7 @@ def test_only_the_decision_hooks_are_firstresult() -> None:
     firstresult = {
         name for name, spec in SPECS.items() if getattr(spec, f"{PROJECT_NAME}_spec")["firstresult"]
     }
-    assert firstresult == {"count_tokens", "resolve_model", "resolve_store"}
+    assert firstresult == {"count_tokens", "resolve_model", "resolve_store", "resolve_engine"}
     for name in firstresult:
         assert "firstresult" in (inspect.getdoc(SPECS[name]) or "")
     assert set(SPECS) - firstresult == ASYNC_HOOKS

@@ -116,7 +116,12 @@ class ModelSummarizer:
         prompt_message = CanonicalMessage.request(
             SystemPromptPart(request.instructions), UserPromptPart(request.prompt)
         )
-        response = await self.model.request([prompt_message], [], self.settings)
+        if request.context is not None:  # one of the run's effect units (journaled by engines)
+            response = await request.context.request_model(
+                self.model, [prompt_message], (), self.settings, source="summarizing"
+            )
+        else:
+            response = await self.model.request([prompt_message], [], self.settings)
         text = "".join(p.content for p in response.parts if isinstance(p, TextPart))
         usage = response.usage
         if usage is None and request.context is not None:

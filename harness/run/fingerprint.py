@@ -1,0 +1,123 @@
+"""An agent's fingerprint: what a durable run checks before it replays, so it never silently diverges.
+
+A durable engine replays a run's orchestration from its journal. That is only sound if
+the agent replaying it would send the same requests: the same model, tools,
+capabilities (with their configuration), prompts and limits. :func:`agent_fingerprint`
+digests each of those components; an engine stores the digests with the run and calls
+:func:`check_fingerprint` whenever the run starts or resumes, so a worker running
+changed code refuses the run with :class:`~harness.errors.WorkflowIncompatibleError`
+naming what changed, and leaves the session alone.
+"""
+
+from __future__ import annotations
+
+__all__ = ["FINGERPRINT_COMPONENTS", "agent_fingerprint", "check_fingerprint"]
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+import attrs
+
+from harness.errors import WorkflowIncompatibleError
+
+if TYPE_CHECKING:
+    from harness.run.agent import Agent
+
+FINGERPRINT_COMPONENTS = ("model", "tools", "capabilities", "prompts", "settings")
+"""The components :func:`agent_fingerprint` digests, in order."""
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _describe(value: object, depth: int = 0) -> Any:
+    """A JSON-ready description of a configuration value (objects by their type and fields)."""
+    if isinstance(value, _PLAIN):
+        return value
+    if depth > 4:
+        return type(value).__qualname__
+    if isinstance(value, Mapping):
+        mapping = cast(Mapping[object, object], value)
+        return {str(k): _describe(v, depth + 1) for k, v in mapping.items()}
+    if isinstance(value, list | tuple | frozenset | set):
+        items = [_describe(v, depth + 1) for v in cast(Iterable[object], value)]
+        return sorted(items, key=repr) if isinstance(value, frozenset | set) else items
+    kind = type(value)
+    if attrs.has(kind):
+        fields = {
+            f.name: _describe(getattr(value, f.name), depth + 1)
+            for f in attrs.fields(kind)
+            if f.init and not f.name.startswith("_")
+        }
+        return {"type": f"{kind.__module__}.{kind.__qualname__}", "fields": fields}
+    if callable(value):
+        name = getattr(value, "__qualname__", None) or type(value).__qualname__
+        return {"callable": f"{getattr(value, '__module__', '?')}.{name}"}
+    public = (
+        {k: v for k, v in vars(value).items() if not k.startswith("_")} if hasattr(value, "__dict__") else {}
+    )
+    return {"type": f"{kind.__module__}.{kind.__qualname__}", "fields": _describe(public, depth + 1)}
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def agent_fingerprint(agent: Agent) -> dict[str, str]:
+    """Digest each component of ``agent`` that decides what its runs send (see the module).
+
+    Returns:
+        ``{component: digest}`` for every name of :data:`FINGERPRINT_COMPONENTS`.
+    """
+    settings = agent.run_settings
+    model = settings.model
+    tools = [
+        {
+            "definition": _describe(tool.definition),
+            "idempotent": tool.idempotent,
+        }
+        for tool in settings.tools.values()
+    ]
+    capabilities = [_describe(capability) for capability in agent.plugin_manager.capabilities]
+    prompts = {
+        "system_prompt": settings.system_prompt,
+        "instructions": _describe(settings.instructions),
+    }
+    limits = {
+        "model_settings": _describe(settings.model_settings),
+        "max_iterations": settings.max_iterations,
+        "tool_max_retries": settings.tool_max_retries,
+        "tool_retry_budget": settings.tool_retry_budget,
+        "max_empty_responses": settings.max_empty_responses,
+        "fallback_tool_calls": settings.fallback_tool_calls,
+    }
+    described = {
+        "model": {"type": f"{type(model).__module__}.{type(model).__qualname__}", "name": model.model_name},
+        "tools": tools,
+        "capabilities": capabilities,
+        "prompts": prompts,
+        "settings": limits,
+    }
+    return {name: _digest(described[name]) for name in FINGERPRINT_COMPONENTS}
+
+
+def check_fingerprint(recorded: Mapping[str, str], agent: Agent, *, run_id: str | None = None) -> None:
+    """Refuse to go on with a run recorded with ``recorded`` if ``agent`` differs from it.
+
+    Raises:
+        WorkflowIncompatibleError: A component's digest differs (or is missing); the
+            error's ``changed`` names them.
+    """
+    current = agent_fingerprint(agent)
+    changed = tuple(name for name in FINGERPRINT_COMPONENTS if recorded.get(name) != current[name])
+    if changed:
+        where = f"run {run_id!r}" if run_id else "the run"
+        raise WorkflowIncompatibleError(
+            f"{where} started with another agent: its {', '.join(changed)} changed since; "
+            "replaying it would send different requests, so it is refused (the session was not touched). "
+            "Finish or cancel it with the code it started with, or start a new run.",
+            run_id=run_id,
+            changed=changed,
+        )

@@ -1,0 +1,242 @@
+"""A session store for runs that a durable engine may replay: commits already applied are skipped.
+
+A durable engine (``harness-dbos``, ``harness-temporal``) replays a run's orchestration
+from its start after a crash, answering the model and tool units it journaled from the
+journal. The orchestration checkpoints the session at every step, so the replay makes
+again every commit the crashed execution made. :class:`ReplaySafeStore` wraps the run's
+store and recognises them:
+
+* every commit of the run is marked in the head's metadata with the run's key and its
+  number within the run (``metadata["harness.durable"] = {"run": key, "commit": n}``);
+* while the stored head carries this run's mark with a number at or past the commit being
+  made, the commit was applied by an earlier execution: nothing is written, and the
+  revision it produced is returned (the orchestration is deterministic, so it is the
+  same checkpoint);
+* the first commit past the stored head is written as usual, and every later one too
+  (no head read any more): the run is live again.
+
+A head changed by anyone else meanwhile (no mark of this run) makes the commit fail with
+:class:`~harness.errors.SessionConflictError`, as for any two writers on one session.
+
+:meth:`ReplaySafeStore.started_before` tells whether a skipped commit had recorded a tool
+call as ``started``: the call was running when the earlier execution stopped, so a tool
+that is not idempotent must not run again (the model is told its outcome is unknown).
+
+The run must also start from the session as it was when it began, not as the crashed
+execution left it: :func:`snapshot_session` reads that state as one JSON text, which the
+engine keeps in its journal once per run, and :meth:`ReplaySafeStore.session_from_snapshot`
+turns it back into the :class:`~harness.session.Session` the run starts with.
+"""
+
+from __future__ import annotations
+
+__all__ = ["DURABLE_MARK", "ReplaySafeStore", "snapshot_session"]
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, cast
+
+import attrs
+
+from harness.errors import SessionNotFoundError, SessionStoreError
+from harness.session.records import (
+    Checkpoint,
+    EditRecord,
+    LogEntry,
+    PruneResult,
+    SearchHit,
+    SessionHead,
+    StoredSession,
+    ViewEntry,
+)
+from harness.session.rows import head_from_row, head_to_row, ledger_from_row, ledger_to_row
+from harness.session.store import SessionStore
+
+if TYPE_CHECKING:
+    from harness.session import Session
+
+DURABLE_MARK = "harness.durable"
+"""The head metadata key of a durable run's commit mark: ``{"run": key, "commit": n}``."""
+
+_SNAPSHOT_VERSION = 1
+
+
+def snapshot_session(store: SessionStore, session_id: str) -> str | None:
+    """The session as it is now, as one JSON text (``None``: the store has no such session).
+
+    Raises:
+        SessionStoreError: The store cannot be read.
+    """
+    try:
+        stored = store.load(session_id)
+    except SessionNotFoundError:
+        return None
+    data = {
+        "version": _SNAPSHOT_VERSION,
+        "head": list(head_to_row(stored.head)),
+        "view": [[entry.seq, entry.body, entry.source, body] for entry, body in stored.view],
+        "thoughts": list(stored.thoughts),
+        "ledger": [list(ledger_to_row(entry)) for entry in stored.ledger],
+        "edits": len(store.edits(session_id)),
+    }
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def _mark(head: SessionHead) -> tuple[str, int] | None:
+    value = head.metadata.get(DURABLE_MARK)
+    if not isinstance(value, Mapping):
+        return None
+    mark = cast(Mapping[str, Any], value)
+    run, commit = mark.get("run"), mark.get("commit")
+    if not isinstance(run, str) or not isinstance(commit, int):
+        return None
+    return run, commit
+
+
+class ReplaySafeStore:
+    """Wraps a run's store so a replayed run skips the commits an earlier execution applied.
+
+    Args:
+        inner: The store the session lives in.
+        run_key: The run's stable identity across executions (the engine's workflow id).
+    """
+
+    def __init__(self, inner: SessionStore, run_key: str) -> None:
+        self.inner = inner
+        self.run_key = run_key
+        self.commits = 0
+        """Commits the run made so far in this execution (skipped ones included)."""
+        self.skipped = 0
+        """Commits recognised as applied by an earlier execution."""
+        self._live = False
+        self._started: set[str] = set()
+
+    @property
+    def url(self) -> str:
+        """The inner store's URL."""
+        return self.inner.url
+
+    @property
+    def live(self) -> bool:
+        """Whether this execution has written past what earlier executions had written."""
+        return self._live
+
+    def started_before(self, tool_call_id: str) -> bool:
+        """Whether an earlier execution of the run recorded ``tool_call_id`` as started."""
+        return tool_call_id in self._started
+
+    def commit(self, checkpoint: Checkpoint) -> int:
+        """Write ``checkpoint`` marked with the run, or skip it if an earlier execution did.
+
+        Raises:
+            SessionConflictError: Someone else changed the session (no mark of this run).
+            SessionStoreError: The store cannot be written.
+        """
+        self.commits += 1
+        number = self.commits
+        head = checkpoint.head
+        marked = attrs.evolve(
+            checkpoint,
+            head=attrs.evolve(
+                head, metadata={**head.metadata, DURABLE_MARK: {"run": self.run_key, "commit": number}}
+            ),
+        )
+        if not self._live and self._applied(checkpoint, number):
+            self.skipped += 1
+            for entry in checkpoint.ledger:
+                if entry.status == "started":
+                    self._started.add(entry.tool_call_id)
+            return head.revision
+        revision = self.inner.commit(marked)
+        self._live = True
+        return revision
+
+    def _applied(self, checkpoint: Checkpoint, number: int) -> bool:
+        try:
+            stored = self.inner.head(checkpoint.head.session_id)
+        except SessionNotFoundError:
+            return False
+        if stored.revision <= checkpoint.base_revision and checkpoint.base_revision:
+            return False
+        mark = _mark(stored)
+        return mark is not None and mark[0] == self.run_key and mark[1] >= number
+
+    def session_from_snapshot(self, snapshot: str, *, source: str = "the run's journal") -> Session:
+        """The session a :func:`snapshot_session` text holds, bound to this store.
+
+        Raises:
+            SessionStoreError: ``snapshot`` is not such a text (names ``source``).
+        """
+        from harness.session import Session
+
+        try:
+            data: object = json.loads(snapshot)
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            fields = cast(dict[str, Any], data)
+            if fields.get("version") != _SNAPSHOT_VERSION:
+                raise ValueError("not a version 1 session snapshot")
+            head = head_from_row(self.url, fields["head"])
+            view = tuple(
+                (ViewEntry(seq=seq, body=body, source=src), text) for seq, body, src, text in fields["view"]
+            )
+            ledger = tuple(ledger_from_row(self.url, head.session_id, row) for row in fields["ledger"])
+            stored = StoredSession(head=head, view=view, thoughts=tuple(fields["thoughts"]), ledger=ledger)
+            edits = int(fields["edits"])
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
+            raise SessionStoreError(
+                self.url, f"the session snapshot in {source} is not valid: {exc}"
+            ) from exc
+        return Session.from_stored(self, stored, edits=edits)
+
+    # ------------------------------------------------------------ passed through
+
+    def load(self, session_id: str) -> StoredSession:
+        """:meth:`SessionStore.load` of the inner store."""
+        return self.inner.load(session_id)
+
+    def head(self, session_id: str) -> SessionHead:
+        """:meth:`SessionStore.head` of the inner store."""
+        return self.inner.head(session_id)
+
+    def read_log(self, session_id: str, start: int = 0, stop: int | None = None) -> list[LogEntry]:
+        """:meth:`SessionStore.read_log` of the inner store."""
+        return self.inner.read_log(session_id, start, stop)
+
+    def edits(self, session_id: str) -> list[EditRecord]:
+        """:meth:`SessionStore.edits` of the inner store."""
+        return self.inner.edits(session_id)
+
+    def list_sessions(self) -> list[SessionHead]:
+        """:meth:`SessionStore.list_sessions` of the inner store."""
+        return self.inner.list_sessions()
+
+    def fork(self, session_id: str, new_session_id: str) -> SessionHead:
+        """:meth:`SessionStore.fork` of the inner store."""
+        return self.inner.fork(session_id, new_session_id)
+
+    def delete(self, session_id: str) -> bool:
+        """:meth:`SessionStore.delete` of the inner store."""
+        return self.inner.delete(session_id)
+
+    def prune(
+        self,
+        *,
+        keep_last: int | None = None,
+        newer_than: datetime | None = None,
+        drop_log: bool = False,
+        dry_run: bool = False,
+    ) -> PruneResult:
+        """:meth:`SessionStore.prune` of the inner store."""
+        return self.inner.prune(
+            keep_last=keep_last, newer_than=newer_than, drop_log=drop_log, dry_run=dry_run
+        )
+
+    def search(self, query: str, *, session_id: str | None = None, limit: int = 20) -> list[SearchHit]:
+        """:meth:`SessionStore.search` of the inner store."""
+        return self.inner.search(query, session_id=session_id, limit=limit)
+
+    def close(self) -> None:
+        """Close the inner store."""
+        self.inner.close()
