@@ -15,6 +15,12 @@ pytest fixtures of :mod:`harness.testing.pytest_plugin` available in every test
   specifications and the ordering rules.
 * :func:`check_capability_invariants`: a ready-made hypothesis property test.
 * :func:`corpus_dir` / :func:`corpus_files`: the transcript corpus, when present.
+* :mod:`harness.testing.durable`: the durable-engine kit (loaded on first use):
+  :class:`Scenario` / :func:`scenario_agent` / :func:`make_agent`, a recording agent whose
+  model answers as a pure function of the request and blocks where a test kills its
+  worker; :func:`recorded_requests` / :func:`recorded_tool_calls` / :func:`wait_for`; and
+  :func:`assert_replay_identical` with :class:`JournalEffects`, the check that a capability
+  behaves identically when a run is replayed after a crash.
 * :class:`StoreConformance`: the pytest suite a session store runs against its own factory
   (:mod:`harness.testing.store_conformance`; loaded on first use, it needs pytest), and
   :func:`store_problems` / :func:`assert_store_consistent`, the consistency check of a
@@ -32,8 +38,11 @@ __all__ = [
     "HistoryBuilder",
     "HookCall",
     "HookRecorder",
+    "JournalEffects",
     "Problem",
     "Registrar",
+    "SCENARIO_ENV",
+    "Scenario",
     "ScriptedCall",
     "StoreConformance",
     "StoreFactory",
@@ -42,6 +51,7 @@ __all__ = [
     "assert_memo_matches_fresh",
     "assert_no_split_tool_pairs",
     "assert_plugin_valid",
+    "assert_replay_identical",
     "assert_request_kept",
     "assert_store_consistent",
     "assert_transformation_safe",
@@ -51,10 +61,15 @@ __all__ = [
     "clearable_returns",
     "corpus_dir",
     "corpus_files",
+    "make_agent",
     "make_context",
+    "recorded_requests",
+    "recorded_tool_calls",
+    "scenario_agent",
     "scripted_model",
     "store_problems",
     "tool_call",
+    "wait_for",
 ]
 
 import os
@@ -78,15 +93,48 @@ from harness.testing.replay import OTHER_STRATEGY_MARK, assert_memo_matches_fres
 from harness.testing.store_workers import assert_store_consistent, store_problems
 
 if TYPE_CHECKING:
+    from harness.testing.durable import (
+        SCENARIO_ENV,
+        JournalEffects,
+        Scenario,
+        assert_replay_identical,
+        make_agent,
+        recorded_requests,
+        recorded_tool_calls,
+        scenario_agent,
+        wait_for,
+    )
     from harness.testing.store_conformance import StoreConformance, StoreFactory
+
+_DURABLE = frozenset(
+    {
+        "SCENARIO_ENV",
+        "JournalEffects",
+        "Scenario",
+        "assert_replay_identical",
+        "make_agent",
+        "recorded_requests",
+        "recorded_tool_calls",
+        "scenario_agent",
+        "wait_for",
+    }
+)
 
 
 def __getattr__(name: str) -> Any:
-    """``StoreConformance`` and ``StoreFactory`` import pytest, so they load on first use."""
+    """Names loaded on first use.
+
+    ``StoreConformance`` and ``StoreFactory`` import pytest; the durable kit
+    (:mod:`harness.testing.durable`) is only needed by engine tests.
+    """
     if name in ("StoreConformance", "StoreFactory"):
         from harness.testing import store_conformance
 
         return getattr(store_conformance, name)
+    if name in _DURABLE:
+        from harness.testing import durable
+
+        return getattr(durable, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
