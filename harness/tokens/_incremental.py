@@ -376,6 +376,8 @@ class HistoryIndex:
                 best.change_totals.copy(),
             )
             fresh.set_head(first, self._head_callback)
+            if cut and new[cut - 1] is not best.at(cut - 1):
+                self._inherit_anchors(fresh, best, cut)
             suffix = common_suffix(new, best.messages, min(n, len(best.messages)) - cut)
             self._extend(fresh, new, cut, count_message, edited=True, trust_new=False, stop=n - suffix)
             if suffix:
@@ -386,6 +388,34 @@ class HistoryIndex:
         snapshots.insert(0, fresh)
         del snapshots[MAX_SNAPSHOTS:]
         return fresh, n
+
+    def _inherit_anchors(self, fresh: Snapshot, source: Snapshot, cut: int) -> None:
+        """Let equal copies of ``source``'s trusted anchors in the shared prefix anchor ``fresh`` too.
+
+        A history rebuilt from equal messages (reloaded, or replayed by a durable engine
+        with the same agent) shares its first ``cut`` messages with ``source`` by equality,
+        not identity. The provider's usage on a response there is still exact for it: the
+        history before it is the same. Walks back through the anchors of the prefix and
+        stops at the first one that is the same object (the rest were marked with it).
+        """
+        anchors = self._anchors
+        index = source.anchor[cut]
+        while index >= 0:
+            copy = fresh.messages[index]
+            original = source.at(index)
+            if original is None or copy is original:
+                return
+            entry = anchors.get(id(original))
+            trusted = entry is not None and entry.ref() is original and entry.trusted
+            if trusted and self._anchor_valid(original, source, index):
+                existing = anchors.get(id(copy))
+                if existing is None or existing.ref() is not copy:
+                    anchors[id(copy)] = Anchor(
+                        AnchorRef(copy, self._anchor_callback), True, weakref.ref(fresh), index
+                    )
+                    if len(anchors) > self._anchor_limit:
+                        anchors.popitem(last=False)
+            index = source.anchor[index]
 
     def _reinstruct(
         self, snapshot: Snapshot, head: CanonicalMessage, length: int, count_message: CountMessage

@@ -92,11 +92,6 @@ async def test_tiered_compaction_and_limit_warner_replay_identically_on_a_new_wo
     assert units > 2 * 12 + 1  # the summarizer's calls are units too
 
 
-@pytest.mark.xfail(
-    reason="TokenCounter.context_tokens does not trust the anchor of a history value-equal to one it still "
-    "remembers: an agent replaying a run it ran before measures differently (tiered, LimitWarner budgets)",
-    strict=True,
-)
 async def test_tiered_compaction_and_limit_warner_replay_identically_on_the_same_worker(
     tmp_path: Path,
 ) -> None:

@@ -274,6 +274,34 @@ def test_freshly_loaded_history_trusts_its_anchor() -> None:
     assert counter.context_tokens(history) == 10_050 + counter.count_message(history[-1])
 
 
+def test_equal_copy_of_a_remembered_history_keeps_its_anchor() -> None:
+    # A durable engine replaying a run with the same agent rebuilds every message as an
+    # equal copy while the counter still remembers the first execution's objects.
+    counter = TokenCounter()
+    history, _ = anchored_history()
+    assert counter.context_tokens(history) == 10_050 + counter.count_message(history[-1])
+    copy, copied_response = anchored_history()
+    assert copy == history
+    assert copy[3] is not history[3]
+    assert counter.context_tokens(copy) == 10_050 + counter.count_message(copy[-1])
+    assert counter._index.anchor_trusted(copied_response) is True
+    copy.append(CanonicalMessage.response(TextPart("later")))
+    after = counter.count_message(copy[-2]) + counter.count_message(copy[-1])
+    assert counter.context_tokens(copy) == 10_050 + after
+
+
+def test_equal_copy_of_an_untrusted_anchor_stays_untrusted() -> None:
+    counter = TokenCounter()
+    history, _ = anchored_history()
+    counter.context_tokens(history)
+    history[2] = CanonicalMessage.user("compacted")
+    counter.context_tokens(history)
+    copy, copied_response = anchored_history()
+    copy[2] = CanonicalMessage.user("compacted")
+    assert counter.context_tokens(copy) == counter.count_messages(copy)
+    assert counter._index.anchor_trusted(copied_response) is not True
+
+
 def test_edited_copy_of_anchor_is_not_trusted() -> None:
     counter = TokenCounter()
     history, response = anchored_history()
