@@ -34,22 +34,13 @@ __all__ = ["DURABLE_MARK", "ReplaySafeStore", "snapshot_session"]
 
 import json
 from collections.abc import Mapping
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
 from harness.errors import SessionNotFoundError, SessionStoreError
-from harness.session.records import (
-    Checkpoint,
-    EditRecord,
-    LogEntry,
-    PruneResult,
-    SearchHit,
-    SessionHead,
-    StoredSession,
-    ViewEntry,
-)
+from harness.session.delegating import DelegatingStore
+from harness.session.records import Checkpoint, SessionHead, StoredSession, ViewEntry
 from harness.session.rows import head_from_row, head_to_row, ledger_from_row, ledger_to_row
 from harness.session.store import SessionStore
 
@@ -94,7 +85,7 @@ def _mark(head: SessionHead) -> tuple[str, int] | None:
     return run, commit
 
 
-class ReplaySafeStore:
+class ReplaySafeStore(DelegatingStore):
     """Wraps a run's store so a replayed run skips the commits an earlier execution applied.
 
     Args:
@@ -103,7 +94,7 @@ class ReplaySafeStore:
     """
 
     def __init__(self, inner: SessionStore, run_key: str) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.run_key = run_key
         self.commits = 0
         """Commits the run made so far in this execution (skipped ones included)."""
@@ -111,11 +102,6 @@ class ReplaySafeStore:
         """Commits recognised as applied by an earlier execution."""
         self._live = False
         self._started: set[str] = set()
-
-    @property
-    def url(self) -> str:
-        """The inner store's URL."""
-        return self.inner.url
 
     @property
     def live(self) -> bool:
@@ -189,54 +175,3 @@ class ReplaySafeStore:
                 self.url, f"the session snapshot in {source} is not valid: {exc}"
             ) from exc
         return Session.from_stored(self, stored, edits=edits)
-
-    # ------------------------------------------------------------ passed through
-
-    def load(self, session_id: str) -> StoredSession:
-        """:meth:`SessionStore.load` of the inner store."""
-        return self.inner.load(session_id)
-
-    def head(self, session_id: str) -> SessionHead:
-        """:meth:`SessionStore.head` of the inner store."""
-        return self.inner.head(session_id)
-
-    def read_log(self, session_id: str, start: int = 0, stop: int | None = None) -> list[LogEntry]:
-        """:meth:`SessionStore.read_log` of the inner store."""
-        return self.inner.read_log(session_id, start, stop)
-
-    def edits(self, session_id: str) -> list[EditRecord]:
-        """:meth:`SessionStore.edits` of the inner store."""
-        return self.inner.edits(session_id)
-
-    def list_sessions(self) -> list[SessionHead]:
-        """:meth:`SessionStore.list_sessions` of the inner store."""
-        return self.inner.list_sessions()
-
-    def fork(self, session_id: str, new_session_id: str) -> SessionHead:
-        """:meth:`SessionStore.fork` of the inner store."""
-        return self.inner.fork(session_id, new_session_id)
-
-    def delete(self, session_id: str) -> bool:
-        """:meth:`SessionStore.delete` of the inner store."""
-        return self.inner.delete(session_id)
-
-    def prune(
-        self,
-        *,
-        keep_last: int | None = None,
-        newer_than: datetime | None = None,
-        drop_log: bool = False,
-        dry_run: bool = False,
-    ) -> PruneResult:
-        """:meth:`SessionStore.prune` of the inner store."""
-        return self.inner.prune(
-            keep_last=keep_last, newer_than=newer_than, drop_log=drop_log, dry_run=dry_run
-        )
-
-    def search(self, query: str, *, session_id: str | None = None, limit: int = 20) -> list[SearchHit]:
-        """:meth:`SessionStore.search` of the inner store."""
-        return self.inner.search(query, session_id=session_id, limit=limit)
-
-    def close(self) -> None:
-        """Close the inner store."""
-        self.inner.close()

@@ -25,7 +25,6 @@ import sys
 import time
 import warnings
 from collections.abc import Sequence
-from datetime import datetime
 from typing import IO, Any
 
 from harness.config.store import open_store
@@ -35,29 +34,20 @@ from harness.models.function import FunctionInfo, FunctionModel
 from harness.run import Agent
 from harness.session import (
     Checkpoint,
-    EditRecord,
-    LogEntry,
-    PruneResult,
-    SearchHit,
     Session,
-    SessionHead,
     SessionStore,
-    StoredSession,
 )
+from harness.session.delegating import DelegatingStore
 
 MAX_ATTEMPTS = 400
 
 
-class ReportingStore:
+class ReportingStore(DelegatingStore):
     """A real store whose every commit attempt is reported (one JSON line, flushed)."""
 
     def __init__(self, inner: SessionStore, report: IO[str]) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.report = report
-
-    @property
-    def url(self) -> str:
-        return self.inner.url
 
     def _emit(self, record: dict[str, Any]) -> None:
         self.report.write(json.dumps(record) + "\n")
@@ -72,45 +62,6 @@ class ReportingStore:
         appended = [[entry.seq, entry.body] for entry in checkpoint.appended]
         self._emit({"revision": revision, "base": checkpoint.base_revision, "appended": appended})
         return revision
-
-    def load(self, session_id: str) -> StoredSession:
-        return self.inner.load(session_id)
-
-    def head(self, session_id: str) -> SessionHead:
-        return self.inner.head(session_id)
-
-    def read_log(self, session_id: str, start: int = 0, stop: int | None = None) -> list[LogEntry]:
-        return self.inner.read_log(session_id, start, stop)
-
-    def edits(self, session_id: str) -> list[EditRecord]:
-        return self.inner.edits(session_id)
-
-    def list_sessions(self) -> list[SessionHead]:
-        return self.inner.list_sessions()
-
-    def fork(self, session_id: str, new_session_id: str) -> SessionHead:
-        return self.inner.fork(session_id, new_session_id)
-
-    def delete(self, session_id: str) -> bool:
-        return self.inner.delete(session_id)
-
-    def prune(
-        self,
-        *,
-        keep_last: int | None = None,
-        newer_than: datetime | None = None,
-        drop_log: bool = False,
-        dry_run: bool = False,
-    ) -> PruneResult:
-        return self.inner.prune(
-            keep_last=keep_last, newer_than=newer_than, drop_log=drop_log, dry_run=dry_run
-        )
-
-    def search(self, query: str, *, session_id: str | None = None, limit: int = 20) -> list[SearchHit]:
-        return self.inner.search(query, session_id=session_id, limit=limit)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 def _agent(name: str) -> Agent:
