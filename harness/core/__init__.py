@@ -7,6 +7,17 @@ Imports nothing above it: every other layer builds on these types.
 
 from __future__ import annotations
 
+from harness.core.effects import (
+    NON_RETRYABLE,
+    Effects,
+    InProcessEffects,
+    ModelRequestUnit,
+    RequestDelta,
+    ToolCallUnit,
+    ToolOutcome,
+    build_outgoing,
+    run_attempts,
+)
 from harness.core.frozen import FrozenDict, FrozenList, freeze, thaw
 from harness.core.messages import (
     HARNESS_KEY,
@@ -40,7 +51,16 @@ from harness.core.model import Model, ModelSettings, ToolDefinition
 from harness.core.nodes import CallToolsNode, EndNode, ModelRequestNode, Node
 
 __all__ = [
+    "build_outgoing",
     "CallToolsNode",
+    "Effects",
+    "InProcessEffects",
+    "ModelRequestUnit",
+    "NON_RETRYABLE",
+    "RequestDelta",
+    "run_attempts",
+    "ToolCallUnit",
+    "ToolOutcome",
     "CanonicalMessage",
     "EndNode",
     "freeze",

@@ -263,13 +263,17 @@ class ToolOutcome:
             )
         if error is not None and not isinstance(error, str):
             raise WireFormatError(f"tool outcome field 'error' must be a string, got {type(error).__name__}")
+        transient, hint = fields.get("transient", False), fields.get("hint", True)
+        for name, flag in (("transient", transient), ("hint", hint)):
+            if not isinstance(flag, bool):  # bool("false") would silently invert a journaled flag
+                raise WireFormatError(f"tool outcome field {name!r} must be a boolean, got {flag!r}")
         return cls(
             kind=cast(ToolOutcomeKind, kind),
             content=cast(JsonValue, fields.get("content")),
             error=error,
-            transient=bool(fields.get("transient", False)),
+            transient=transient,
             attempts=attempts,
-            hint=bool(fields.get("hint", True)),
+            hint=hint,
         )
 
 

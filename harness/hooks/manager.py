@@ -12,13 +12,12 @@ Two kinds of objects are registered:
 * **Plugins** (:meth:`PluginManager.register`, entry points): observers and helpers such as
   a logger or a tokenizer. They run after every capability, in registration order.
 
-Registration and validation live here; the other jobs have their own modules, which
-this facade delegates to: :mod:`harness.hooks.ordering` (capability and hook
-implementation order), :mod:`harness.hooks.dispatch` (calling every implementation,
-awaiting the context hooks), :mod:`harness.history.guard` (the invariant guard every
-``before_model_request`` implementation runs under, so a history a provider would reject
-with HTTP 400 never reaches the model), :mod:`harness.hooks.entrypoints` (entry-point loading and listing) and
-:mod:`harness.hooks.tracing` (``HARNESS_TRACE_PLUGINS``).
+Registration and validation live here; the other jobs have their own modules: ordering
+(:mod:`harness.hooks.ordering`), calling and awaiting implementations
+(:mod:`harness.hooks.dispatch`), the invariant guard every ``before_model_request``
+implementation runs under, so a history a provider would reject never reaches the model
+(:mod:`harness.history.guard`), entry points (:mod:`harness.hooks.entrypoints`) and
+``HARNESS_TRACE_PLUGINS`` (:mod:`harness.hooks.tracing`).
 """
 
 from __future__ import annotations
@@ -424,28 +423,23 @@ class PluginManager:
     def resolve_store(self, url: str) -> object | None:
         """Ask the ``resolve_store`` hook, in pluggy's order; ``None`` when no plugin answers.
 
-        The answer is returned as is: :func:`harness.session.open_store` checks that it is
-        a store. Only registered plugins answer: call :meth:`load_entrypoint_plugins`
-        first for installed store distributions (``harness.open_store`` does).
+        The answer is returned as is (:func:`harness.session.open_store` checks it). Only
+        registered plugins answer: call :meth:`load_entrypoint_plugins` first.
 
         Raises:
-            SessionStoreError: A plugin's store cannot be used (unreachable, newer schema);
-                passed through unchanged, as :func:`harness.session.open_store` documents.
+            SessionStoreError: A plugin's store cannot be used (passed through unchanged).
             StoreResolutionError: A plugin refused the URL itself (passed through).
-            CapabilityError: An implementation raised anything else; it names the plugin
-                and is chained.
+            CapabilityError: An implementation raised anything else; it names the plugin.
         """
         impls = self._pm.hook.resolve_store.get_hookimpls()[::-1]  # pluggy's order
         passthrough = (SessionStoreError, StoreResolutionError)
         return decide(impls, {"url": url}, "resolve_store", trace=self._trace, passthrough=passthrough)
 
     def resolve_engine(self, name: str) -> object | None:
-        """Ask the ``resolve_engine`` hook for the worker command of engine ``name``; ``None``: none knows it.
+        """The ``resolve_engine`` hook's worker command for engine ``name`` (``None``: no plugin knows it).
 
-        Only registered plugins answer: call :meth:`load_entrypoint_plugins` first.
-
-        Raises:
-            CapabilityError: An implementation raised; it names the plugin and is chained.
+        Only registered plugins answer (call :meth:`load_entrypoint_plugins` first); one that
+        raises becomes a ``CapabilityError`` naming it.
         """
         return self._decide("resolve_engine", None, name=name.strip().lower())
 

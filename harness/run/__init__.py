@@ -9,6 +9,7 @@
 * :mod:`harness.run.recovery`: abort, timeout and failure recovery.
 * :mod:`harness.run.fallback`: tool calls written as text.
 * :mod:`harness.run.compaction`: :func:`compact` a history outside a run.
+* :mod:`harness.run.fingerprint`: the agent fingerprint a durable run checks before it resumes.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from harness.run.agent import Agent, RunResult
 from harness.run.compaction import CompactionResult, compact, compact_sync
 from harness.run.executor import NON_RETRYABLE, ToolExecutor, tool_content
 from harness.run.fallback import FALLBACK_ID_PREFIX, extract_fallback_tool_calls, with_fallback_tool_calls
+from harness.run.fingerprint import FINGERPRINT_COMPONENTS, agent_fingerprint, check_fingerprint
 from harness.run.orchestrator import RequestOrchestrator, RunOutcome
 from harness.run.outgoing import build_outgoing, system_parts
 from harness.run.prepare import prepare_history
@@ -27,10 +29,15 @@ from harness.run.responses import (
     normalise_response,
     unique_tool_call_ids,
 )
+from harness.run.resume import OUTCOME_UNKNOWN_CONTENT
 from harness.run.settings import InstructionsFunction, RunSettings
 
 __all__ = [
     "ABORTED_TOOL_CONTENT",
+    "agent_fingerprint",
+    "check_fingerprint",
+    "FINGERPRINT_COMPONENTS",
+    "OUTCOME_UNKNOWN_CONTENT",
     "Agent",
     "compact",
     "compact_sync",

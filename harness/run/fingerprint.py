@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
+from harness.core.model import Model
 from harness.errors import WorkflowIncompatibleError
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ def _describe(value: object, depth: int = 0) -> Any:
         items = [_describe(v, depth + 1) for v in cast(Iterable[object], value)]
         return sorted(items, key=repr) if isinstance(value, frozenset | set) else items
     kind = type(value)
+    if isinstance(value, Model):  # a model a capability holds: its runtime state (requests made) is no config
+        return {"type": f"{kind.__module__}.{kind.__qualname__}", "name": value.model_name}
     if attrs.has(kind):
         fields = {
             f.name: _describe(getattr(value, f.name), depth + 1)

@@ -437,6 +437,8 @@ class RequestOrchestrator:
         )
         last = self.history[-1]
         self.history[-1] = last.replace(parts=(*last.parts, nudge))
+        # Checkpointed now: the next request unit's revision is the stored view it is built from.
+        self.writer.step(self.thoughts, self.model.model_name)
 
     async def _emit(self, event: ToolEvent) -> None:
         self.writer.tool_event(event)

@@ -63,6 +63,8 @@ __all__ = [
     "project_id_for",
     "store_path",
     "store_url",
+    "usage_from_mapping",
+    "usage_to_mapping",
 ]
 
 import os

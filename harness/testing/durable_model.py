@@ -55,7 +55,7 @@ from harness.tools.context import RunContext
 from harness.tools.tool import Tool
 
 if TYPE_CHECKING:
-    from harness.testing.durable import Scenario
+    from harness.testing.durable_scenario import Scenario
 
 RUN_MARK: Final = "scenario-run="
 """Prefix of the run key in the scenario's instructions, responses and tool outputs."""
