@@ -1,0 +1,36 @@
+"""harness runs as DBOS workflows: every model request, tool call and summarizer call a journaled step.
+
+* :class:`DBOSEngine`: start, enqueue and execute runs in this process;
+* :class:`DBOSRunClient`: enqueue runs and wait for them from a process that executes none;
+* ``python -m harness_dbos worker`` (or ``harness worker dbos``): a worker process;
+* :class:`DBOSEffects`: the :class:`~harness.core.effects.Effects` the workflow runs the agent with.
+
+The system database is SQLite (a file, the default) or PostgreSQL (many workers and
+machines). See the README for what is journaled and how tools declare idempotency.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "APP_VERSION",
+    "DEFAULT_QUEUE",
+    "WORKFLOW_NAME",
+    "DBOSEffects",
+    "DBOSEngine",
+    "DBOSRunClient",
+    "JournalSerializer",
+    "RunHandle",
+    "RunSpec",
+    "RunSummary",
+    "dbos_config",
+    "run_workflow",
+]
+
+from harness_dbos.client import DBOSRunClient
+from harness_dbos.config import dbos_config
+from harness_dbos.effects import DBOSEffects
+from harness_dbos.engine import DBOSEngine
+from harness_dbos.runs import DEFAULT_QUEUE, RunHandle
+from harness_dbos.serializer import JournalSerializer
+from harness_dbos.spec import RunSpec, RunSummary
+from harness_dbos.workflow import APP_VERSION, WORKFLOW_NAME, run_workflow

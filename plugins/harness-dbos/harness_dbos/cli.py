@@ -1,0 +1,119 @@
+r"""The command line: ``python -m harness_dbos worker ...`` (or ``harness worker dbos ...``), ``enqueue``.
+
+A worker launches DBOS on the system database, resumes the pending runs of its executor
+id, and executes the runs enqueued on its queue until it gets ``SIGTERM`` or ``SIGINT``::
+
+    python -m harness_dbos worker --system-db postgresql://host/dbos --queue harness --concurrency 4 \\
+        --executor-id worker-1
+
+It prints one line, ``harness-dbos worker <executor id> ready``, once it is listening.
+"""
+
+from __future__ import annotations
+
+__all__ = ["enqueue", "main", "worker"]
+
+import asyncio
+import json
+import signal
+import sys
+import threading
+import types
+
+import click
+
+from harness_dbos.runs import DEFAULT_QUEUE
+
+
+@click.group(name="harness-dbos")
+def main() -> None:
+    """Run harness agents as DBOS workflows: workers and enqueueing."""
+
+
+@main.command("worker")
+@click.option(
+    "--system-db", "system_db", required=True, help="DBOS system database: sqlite:///file or postgresql://..."
+)
+@click.option("--store", "store", default=None, help="Session store URL (checked to open at startup).")
+@click.option("--agent", "agent", default=None, help="Agent reference package.module:attr (checked to load).")
+@click.option("--queue", default=DEFAULT_QUEUE, show_default=True, help="Queue to dequeue runs from.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=None, help="Runs executed at once.")
+@click.option("--executor-id", default=None, help="DBOS executor id (restart a dead worker with its id).")
+@click.option(
+    "--adopt", multiple=True, help="Resume the pending runs of this dead executor id too (repeatable)."
+)
+@click.option(
+    "--polling-interval", type=float, default=0.5, show_default=True, help="Queue polling, seconds."
+)
+def worker(
+    system_db: str,
+    store: str | None,
+    agent: str | None,
+    queue: str,
+    concurrency: int | None,
+    executor_id: str | None,
+    adopt: tuple[str, ...],
+    polling_interval: float,
+) -> None:
+    """Execute harness runs from the system database until SIGTERM or SIGINT."""
+    from harness import open_store
+    from harness.config import load_agent
+    from harness_dbos.engine import DBOSEngine
+
+    if agent is not None:
+        load_agent(agent)
+    if store is not None:
+        open_store(store).close()
+    engine = DBOSEngine(
+        system_db,
+        queue=queue,
+        concurrency=concurrency,
+        executor_id=executor_id,
+        polling_interval=polling_interval,
+    )
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: types.FrameType | None) -> None:
+        del signum, frame
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    engine.launch()
+    try:
+        if adopt:
+            engine.adopt(list(adopt))
+        click.echo(f"harness-dbos worker {executor_id or 'local'} ready", file=sys.stdout)
+        sys.stdout.flush()
+        while not stop.wait(0.5):
+            pass
+    finally:
+        engine.shutdown()
+
+
+@main.command("enqueue")
+@click.option("--system-db", "system_db", required=True, help="DBOS system database URL.")
+@click.option("--store", "store", required=True, help="Session store URL.")
+@click.option("--agent", "agent", required=True, help="Agent reference package.module:attr.")
+@click.option("--queue", default=DEFAULT_QUEUE, show_default=True)
+@click.option("--session-id", default=None, help="Continue this session (default: a new one).")
+@click.option("--wait/--no-wait", default=False, help="Wait for the run and print its summary.")
+@click.argument("prompt")
+def enqueue(
+    system_db: str, store: str, agent: str, queue: str, session_id: str | None, wait: bool, prompt: str
+) -> None:
+    """Enqueue a run of PROMPT; print its workflow and session ids (and, with --wait, its summary)."""
+    from harness_dbos.client import DBOSRunClient
+
+    async def go() -> None:
+        client = DBOSRunClient(system_db, store_url=store, agent=agent, queue=queue)
+        try:
+            handle = await client.enqueue(prompt, session_id)
+            click.echo(json.dumps({"workflow_id": handle.workflow_id, "session_id": handle.session_id}))
+            if wait:
+                summary = await handle.result()
+                click.echo(summary.to_json())
+        finally:
+            client.close()
+
+    asyncio.run(go())
