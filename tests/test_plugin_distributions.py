@@ -17,7 +17,11 @@ PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
 ALL_DISTRIBUTIONS = sorted(p for p in PLUGINS.iterdir() if (p / "pyproject.toml").is_file())
 STORE_DISTRIBUTIONS = {"harness-postgres": "PostgresStore"}
 """Session-store distributions (a module entry point answering ``resolve_store``), with their store class."""
-DISTRIBUTIONS = [p for p in ALL_DISTRIBUTIONS if p.name not in STORE_DISTRIBUTIONS]
+ENGINE_DISTRIBUTIONS = {"harness-dbos": "DBOSEngine", "harness-temporal": "TemporalEngine"}
+"""Durable-engine distributions (an entry-point module answering ``resolve_engine``), with their engine."""
+DISTRIBUTIONS = [
+    p for p in ALL_DISTRIBUTIONS if p.name not in STORE_DISTRIBUTIONS and p.name not in ENGINE_DISTRIBUTIONS
+]
 
 
 def _entry_points() -> dict[str, str]:
@@ -75,6 +79,26 @@ def test_store_distribution_layout(distribution: str) -> None:
     assert STORE_DISTRIBUTIONS[distribution] in (folder / "README.md").read_text()
 
 
+@pytest.mark.parametrize("distribution", sorted(ENGINE_DISTRIBUTIONS))
+def test_engine_distribution_layout(distribution: str) -> None:
+    folder = PLUGINS / distribution
+    project = tomllib.loads((folder / "pyproject.toml").read_text())["project"]
+    assert project["name"] == distribution
+    package = distribution.replace("-", "_")
+    assert (folder / package / "py.typed").is_file()
+    assert (folder / "LICENSE").is_file()
+    assert any(dep.startswith("harness-loop") and "<" in dep for dep in project["dependencies"])
+    [(name, target)] = project["entry-points"]["harness"].items()
+    assert ":" not in target, "an engine plugin's entry point names its module, registered as a plugin"
+    assert _entry_points()[name] == target
+    module = importlib.import_module(target)
+    assert hasattr(module.resolve_engine, f"{PROJECT_NAME}_impl"), "the module implements resolve_engine"
+    assert module.resolve_engine(name=name) is not None, "it answers its own entry-point name"
+    assert module.resolve_engine(name="no-such-engine") is None
+    assert ENGINE_DISTRIBUTIONS[distribution] in (folder / "README.md").read_text()
+    assert hasattr(importlib.import_module(package), ENGINE_DISTRIBUTIONS[distribution])
+
+
 PUBLIC_PACKAGES = {
     "harness",
     "harness.errors",
@@ -87,6 +111,11 @@ PUBLIC_PACKAGES = {
     "harness.capabilities",
     "harness.hooks",
     "harness.testing",
+    "harness.run",
+    "harness.config",
+    # The durable engines' kit: the replay-safe store wrapper and the kill-test scenario.
+    "harness.session.replay_safe",
+    "harness.testing.durable",
     # The helpers a SQL store backend shares with SqliteStore: row conversion and searchable text.
     "harness.session.rows",
     "harness.session.text",

@@ -111,15 +111,16 @@ def capability_table() -> list[tuple[str, str, str]]:
 
 
 STORE_DISTRIBUTIONS = {"harness-postgres"}
+ENGINE_DISTRIBUTIONS = {"harness-dbos", "harness-temporal"}
 """Plugin folders that are session stores, not capabilities: named below the table instead."""
 
 
 def test_capability_table_lists_every_plugin_folder() -> None:
     listed = {distribution for distribution, _, _ in capability_table()}
     folders = {p.name for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").is_file()}
-    assert listed == folders - STORE_DISTRIBUTIONS
-    for store in STORE_DISTRIBUTIONS:
-        assert f"[`{store}`](plugins/{store})" in section("Capability plugins")
+    assert listed == folders - STORE_DISTRIBUTIONS - ENGINE_DISTRIBUTIONS
+    for other in STORE_DISTRIBUTIONS | ENGINE_DISTRIBUTIONS:
+        assert f"[`{other}`](plugins/{other})" in section("Capability plugins")
 
 
 @pytest.mark.parametrize(("distribution", "link", "class_name"), capability_table())

@@ -29,6 +29,8 @@ INSTALLED = {
 }
 STORE_PLUGINS = {"postgres": "harness-postgres"}
 """Installed plugins that are session stores (a ``resolve_store`` module), not capabilities."""
+ENGINE_PLUGINS = {"dbos": "harness-dbos", "temporal": "harness-temporal"}
+"""Installed plugins that are durable engines (a ``resolve_engine`` module)."""
 SPEC_NAMES = [name for name, value in vars(hookspecs).items() if hasattr(value, f"{PROJECT_NAME}_spec")]
 
 
@@ -79,7 +81,7 @@ def test_plugins_table(runner: CliRunner) -> None:
 def test_plugins_honours_the_environment_filters(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["plugins", "--json"], env={"HARNESS_DISABLE_PLUGINS": "summarizing,tiered"})
     names = {row["name"] for row in json.loads(result.stdout)["plugins"]}
-    assert names == (set(INSTALLED) | set(STORE_PLUGINS)) - {"summarizing", "tiered"}
+    assert names == (set(INSTALLED) | set(STORE_PLUGINS) | set(ENGINE_PLUGINS)) - {"summarizing", "tiered"}
     empty = runner.invoke(cli, ["plugins"], env={"HARNESS_LOAD_PLUGINS": ""})
     assert empty.exit_code == 0
     assert "no harness plugins installed" in empty.output
