@@ -197,7 +197,7 @@ class ToolCallUnit:
     idempotent: bool = True
     max_attempts: int = 1
     base_delay: float = 0.5
-    attempt: Callable[[], Awaitable[JsonValue]] = attrs.field(default=None, repr=False)
+    attempt: Callable[[], Awaitable[JsonValue]] = attrs.field(kw_only=True, repr=False)
     is_transient: Callable[[BaseException], bool] = attrs.field(default=lambda _exc: False, repr=False)
     session_id: str | None = None
     revision: int | None = None

@@ -224,7 +224,11 @@ class ToolExecutor:
 
         ctx = self.run.for_tool(call.tool_call_id, call.tool_name, self._retries.get(call.tool_name, 0))
 
+        noted = 0  # attempts made in this process (an engine may run them elsewhere)
+
         async def attempt() -> Any:
+            nonlocal noted
+            noted += 1
             registry.note_attempt(call.tool_call_id)
             return tool_content(await tool.call(arguments, ctx))
 
@@ -250,6 +254,8 @@ class ToolExecutor:
                     f"{call.tool_call_id!r} while the run was stopping: {failure}"
                 )
             raise
+        for _ in range(outcome.attempts - noted):  # attempts the effects made out of process
+            registry.note_attempt(call.tool_call_id)
         await self._settle(call, tool, outcome)
 
     async def _settle(self, call: ToolCallPart, tool: Tool, outcome: ToolOutcome) -> None:

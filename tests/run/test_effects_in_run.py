@@ -533,3 +533,36 @@ async def test_a_tool_call_written_as_text_gets_its_id_from_the_effects() -> Non
     calls = [p for m in result.all_messages for p in m.parts if isinstance(p, ToolCallPart)]
     assert calls, "the text tool call was not parsed"
     assert calls[0].tool_call_id == f"{FALLBACK_ID_PREFIX}{effects.ids[1]}"
+
+
+class _RemoteAttempts(InProcessEffects):
+    """Runs each tool itself once but reports three attempts, as an engine retrying out of process would."""
+
+    async def tool_call(self, unit: ToolCallUnit) -> ToolOutcome:
+        return ToolOutcome("returned", content="done elsewhere", attempts=3)
+
+
+async def test_attempts_made_out_of_process_are_counted_in_the_registry() -> None:
+    calls: list[str] = []
+
+    def probe() -> str:
+        """Probe."""
+        calls.append("ran")
+        return "here"
+
+    agent = Agent(scripted_model(tool_call("probe", {}), "done"), tools=[probe])
+    result = await agent.run("go", effects=_RemoteAttempts())
+    [record] = list(result.state.tool_registry)
+    assert calls == []
+    assert record.attempts == 3
+    returns = [p for m in result.all_messages for p in m.parts if isinstance(p, ToolReturnPart)]
+    assert [p.content for p in returns] == ["done elsewhere"]
+
+
+async def test_attempts_made_in_process_are_counted_once() -> None:
+    agent = Agent(
+        scripted_model(tool_call("probe", {}), "done"), tools=[Tool.from_function(lambda: "x", name="probe")]
+    )
+    result = await agent.run("go", effects=InProcessEffects())
+    [record] = list(result.state.tool_registry)
+    assert record.attempts == 1
