@@ -10,7 +10,10 @@ Two figures per size:
   run of ``ITERATIONS`` requests minus a run of one request (same session);
 * ``loop.run_preparation``: what a run pays once before its first request (the contract's
   history preparation: prune old tool outputs, cleanup loop, trailing-request merge,
-  sanitize), from the one-request run.
+  sanitize), from the one-request run;
+* ``loop.overhead_with_wrappers``: ``loop.overhead_per_iteration`` with three pass-through
+  middleware wrappers registered (``wrap_model_request``, ``wrap_tool_call``, ``wrap_run``),
+  the cost of the middleware machinery itself.
 """
 
 from __future__ import annotations
@@ -75,19 +78,47 @@ class _Scripted:
         return body
 
 
-async def _measure(size: int) -> tuple[float, float, int]:
+class _PassThrough:
+    """Three middleware wrappers that only pass the call on."""
+
+    def __init__(self) -> None:
+        from harness.hooks import hookimpl
+
+        def wrap_model_request(request: Any) -> Any:
+            del request
+            return (yield)
+
+        def wrap_tool_call(call: Any) -> Any:
+            del call
+            return (yield)
+
+        def wrap_run(ctx: Any) -> Any:
+            del ctx
+            return (yield)
+
+        self.wrap_model_request = hookimpl(wrapper=True)(wrap_model_request)
+        self.wrap_tool_call = hookimpl(wrapper=True)(wrap_tool_call)
+        self.wrap_run = hookimpl(wrapper=True)(wrap_run)
+
+
+async def _measure(size: int, *, wrappers: bool = False) -> tuple[float, float, int]:
     """(per-iteration µs, per-run preparation µs, capabilities) for one fresh session."""
+    from harness.hooks import PluginManager
     from harness.models.function import FunctionModel
     from harness.run import Agent
     from harness.session import Session
 
     script = _Scripted()
     capabilities = _capabilities(size)
+    manager = PluginManager()
+    if wrappers:
+        manager.register(_PassThrough(), name="pass_through")
     agent = Agent(
         FunctionModel(script.model),
         tools=[script.read_file],
         capabilities=capabilities,
         max_iterations=ITERATIONS + 5,
+        plugin_manager=manager,
     )
     session = Session.new()
     session.messages = build_history(size)[:-1]
@@ -126,4 +157,13 @@ def loop_cases(sizes: list[int]) -> Iterator[Measurement]:
             statistics.median(s[1] for s in samples),
             3,
             "once per run: prune, cleanup loop, merge, sanitize (O(n) by contract)",
+        )
+        wrapped = [asyncio.run(_measure(size, wrappers=True)) for _ in range(3)]
+        yield Measurement(
+            "loop",
+            "loop.overhead_with_wrappers",
+            size,
+            statistics.median(s[0] for s in wrapped),
+            3,
+            f"{count} capabilities + 3 pass-through wrappers (model, tool, run)",
         )

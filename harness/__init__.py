@@ -2,15 +2,18 @@
 
 The names here are the ones users reach for, grouped by what they do:
 
-* Run an agent: ``Agent``, ``RunResult``, ``RunContext``, ``Model``, ``ModelSettings``.
+* Run an agent: ``Agent``, ``RunResult``, ``RunStream`` (``Agent.run_stream``), ``RunContext``,
+  ``Model``, ``ModelSettings``.
 * Define tools: ``Tool``, ``ToolDefinition``, ``ToolRetry``.
 * Catch errors: ``HarnessError``, ``RunError``, ``MaxIterationsExceeded``, ``UserAbort``,
   ``RequestTimeout``, ``EmptyResponseError``, ``ToolRetryBudgetExceeded``,
-  ``ToolArgumentsError``, ``CapabilityError``, ``ModelError``, ``MessageError``,
+  ``RunStopped``, ``ApprovalPendingError``, ``ApprovalError``, ``ToolArgumentsError``,
+  ``CapabilityError``, ``ModelError``, ``ModelContextLengthError``, ``MessageError``,
   ``WireFormatError``, ``PluginLoadError``, ``SessionLoadError``, ``HarnessWarning``,
   ``HarnessExperimentalWarning``, ``ApproximateTokenCountWarning``.
 * Write capabilities and plugins: ``Capability``, ``Trigger``, ``RequestContext``,
-  ``CompactionEvent``, ``hookimpl``, ``hookspec``, ``PluginManager``,
+  ``CompactionEvent``, ``ModelCall`` and ``ToolCall`` (what middleware wraps), ``hookimpl``,
+  ``hookspec``, ``PluginManager``,
   ``warn_experimental``, ``is_experimental``.
 * Use sessions: ``Session``.
 * Load, dump and count messages: ``CanonicalMessage``, ``Part``, ``UserPromptPart``,
@@ -38,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from harness.capabilities.base import Capability, Trigger
+    from harness.capabilities.calls import ModelCall, ToolCall
     from harness.capabilities.context import CompactionEvent, RequestContext
     from harness.config.store import open_store
     from harness.core.effects import Effects, InProcessEffects, ModelRequestUnit, ToolCallUnit, ToolOutcome
@@ -57,6 +61,8 @@ if TYPE_CHECKING:
     )
     from harness.core.model import Model, ModelSettings, ToolDefinition
     from harness.errors import (
+        ApprovalError,
+        ApprovalPendingError,
         ApproximateTokenCountWarning,
         CapabilityError,
         EmptyResponseError,
@@ -65,10 +71,12 @@ if TYPE_CHECKING:
         HarnessWarning,
         MaxIterationsExceeded,
         MessageError,
+        ModelContextLengthError,
         ModelError,
         PluginLoadError,
         RequestTimeout,
         RunError,
+        RunStopped,
         SessionConflictError,
         SessionLoadError,
         SessionNotFoundError,
@@ -83,8 +91,10 @@ if TYPE_CHECKING:
         warn_experimental,
     )
     from harness.hooks.manager import PluginManager
-    from harness.run.agent import Agent, RunResult
+    from harness.run.agent import Agent
     from harness.run.compaction import CompactionResult, compact, compact_sync
+    from harness.run.result import RunResult
+    from harness.run.stream import RunStream
     from harness.session import Session, SessionStore
     from harness.tokens import TokenCounter
     from harness.tools.context import RunContext
@@ -101,6 +111,7 @@ __all__ = [
     # Run an agent
     "Agent",
     "RunResult",
+    "RunStream",
     "RunContext",
     "Model",
     "ModelSettings",
@@ -116,9 +127,13 @@ __all__ = [
     "RequestTimeout",
     "EmptyResponseError",
     "ToolRetryBudgetExceeded",
+    "RunStopped",
+    "ApprovalPendingError",
+    "ApprovalError",
     "ToolArgumentsError",
     "CapabilityError",
     "ModelError",
+    "ModelContextLengthError",
     "MessageError",
     "WireFormatError",
     "PluginLoadError",
@@ -134,6 +149,8 @@ __all__ = [
     "Trigger",
     "RequestContext",
     "CompactionEvent",
+    "ModelCall",
+    "ToolCall",
     "hookimpl",
     "hookspec",
     "PluginManager",
@@ -174,7 +191,7 @@ __all__ = [
 
 _OWNERS: dict[str, str] = {
     "Agent": "harness.run.agent",
-    "RunResult": "harness.run.agent",
+    "RunResult": "harness.run.result",
     "RunContext": "harness.tools.context",
     "Model": "harness.core.model",
     "ModelSettings": "harness.core.model",
@@ -236,6 +253,13 @@ _OWNERS: dict[str, str] = {
     "compact": "harness.run.compaction",
     "compact_sync": "harness.run.compaction",
     "CompactionResult": "harness.run.compaction",
+    "ModelCall": "harness.capabilities.calls",
+    "ToolCall": "harness.capabilities.calls",
+    "RunStopped": "harness.errors",
+    "ApprovalPendingError": "harness.errors",
+    "ApprovalError": "harness.errors",
+    "ModelContextLengthError": "harness.errors",
+    "RunStream": "harness.run.stream",
 }
 """Where each public name is defined."""
 

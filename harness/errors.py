@@ -24,7 +24,7 @@ The families:
   :class:`ModelResponseError`, :class:`ReplayExhausted`;
 * runs: :class:`RunError` and its kinds (:class:`MaxIterationsExceeded`,
   :class:`UserAbort`, :class:`RequestTimeout`, :class:`EmptyResponseError`,
-  :class:`ToolRetryBudgetExceeded`);
+  :class:`ToolRetryBudgetExceeded`, :class:`RunStopped`, :class:`ApprovalPendingError`);
 * durable runs: :class:`WorkflowIncompatibleError`, :class:`AgentLoadError`;
 * applications: :class:`CodingAgentMissingError`, :class:`PlotUnavailableError`,
   :class:`ScriptError`, :class:`HistoryBuildError`.
@@ -34,6 +34,8 @@ from __future__ import annotations
 
 __all__ = [
     "AgentLoadError",
+    "ApprovalError",
+    "ApprovalPendingError",
     "ApproximateTokenCountWarning",
     "CapabilityError",
     "CapabilityOrderError",
@@ -50,6 +52,7 @@ __all__ = [
     "MessageError",
     "ModelAuthenticationError",
     "ModelBadRequestError",
+    "ModelContextLengthError",
     "ModelError",
     "ModelRateLimitError",
     "ModelResolutionError",
@@ -62,6 +65,7 @@ __all__ = [
     "ReplayExhausted",
     "RequestTimeout",
     "RunError",
+    "RunStopped",
     "ScriptError",
     "SessionConflictError",
     "SessionLoadError",
@@ -586,6 +590,10 @@ class ModelTimeoutError(ModelError):
     """Every attempt timed out before the provider answered."""
 
 
+class ModelContextLengthError(ModelBadRequestError):
+    """The provider refused the request because it exceeds the model's context window. Never retried."""
+
+
 class ModelResolutionError(HarnessError, ValueError):
     """A model string such as ``"openai:gpt-4o-mini"`` names no known provider.
 
@@ -708,6 +716,33 @@ class ToolRetryBudgetExceeded(RunError):  # noqa: N818 - name fixed by the API
             f"tool {tool_name!r} exceeded its retry budget of {budget} consecutive retries; "
             f"last problem: {last_error}"
         )
+
+
+class RunStopped(RunError):  # noqa: N818 - reads as what happened
+    """A plugin stopped the run on purpose (a call limit, a policy), after the history was saved.
+
+    Plugins raise a subclass of it from a hook (``wrap_tool_call``, ``wrap_model_request``...);
+    unlike any other exception a plugin raises, it reaches the caller unchanged instead of
+    becoming a :class:`CapabilityError`.
+    """
+
+
+class ApprovalError(HarnessError, ValueError):
+    """``approvals`` given to a run name a tool call that is not waiting for approval."""
+
+
+class ApprovalPendingError(RunError):
+    """A run was started on a session whose tool calls still wait for a human decision.
+
+    Resume it with ``agent.run(None, session=..., approvals={call_id: decision, ...})``.
+
+    Attributes:
+        tool_call_ids: The calls waiting for approval, in history order.
+    """
+
+    def __init__(self, message: str, *, tool_call_ids: Sequence[str] = ()) -> None:
+        self.tool_call_ids = tuple(tool_call_ids)
+        super().__init__(message)
 
 
 # ------------------------------------------------------------------------------

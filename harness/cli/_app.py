@@ -182,12 +182,22 @@ Examples:
 """,
 )
 @click.version_option(package_name="harness-loop")
-def cli() -> None:
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="Log more to stderr: -v runs, compactions and retries; -vv every request and tool call.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Log errors only.")
+def cli(verbose: int, quiet: bool) -> None:
     """harness: a minimal agent loop with pluggy hooks and context-window capabilities.
 
     Exit codes: 0 ok, 1 the command found a problem (e.g. invariant violations),
     2 usage or input error, 3 over --window (compact), 130 interrupted.
     """
+    from harness.cli.logs import configure_logging
+
+    configure_logging(verbose, quiet)
     # Running the CLI is the opt-in: the capability plugins it loads are all experimental,
     # and one warning per plugin would bury the output (the README says they are).
     warnings.filterwarnings("ignore", category=HarnessExperimentalWarning)

@@ -17,6 +17,7 @@ from harness.core.markers import PROJECT_NAME
 from harness.hooks import specs as hookspecs
 from harness.hooks.dispatch import ASYNC_HOOKS
 from harness.hooks.manager import PluginManager
+from harness.hooks.middleware import WRAPPER_HOOKS
 
 _SPEC_ATTR = f"{PROJECT_NAME}_spec"
 
@@ -38,9 +39,11 @@ def _signature(name: str, function: Callable[..., object]) -> str:
 def hook_rows(manager: PluginManager | None = None) -> list[dict[str, Any]]:
     """One JSON-ready object per hook specification (``harness hooks --json``).
 
-    Keys: ``name``; ``kind`` (``"firstresult"``, ``"historic"`` or ``"plain"``);
-    ``calling`` (``"awaited by harness"`` for the hooks :class:`~harness.hooks.manager.PluginManager`
-    calls itself, awaiting ``async def`` implementations, or ``"sync (pluggy)"``);
+    Keys: ``name``; ``kind`` (``"firstresult"``, ``"historic"``, ``"wrapper"`` for the
+    middleware hooks, or ``"plain"``); ``calling`` (``"awaited by harness"`` for the hooks
+    :class:`~harness.hooks.manager.PluginManager` calls itself, awaiting ``async def``
+    implementations, ``"driven by harness (sync generator)"`` for the wrappers, or
+    ``"sync (pluggy)"``);
     ``signature``; ``summary`` (first docstring line); ``implementers`` (names of the
     installed plugins and capability classes implementing it).
 
@@ -63,18 +66,26 @@ def hook_rows(manager: PluginManager | None = None) -> list[dict[str, Any]]:
             continue
         opts = cast("Mapping[str, object]", options)
         kind = "firstresult" if opts.get("firstresult") else "historic" if opts.get("historic") else "plain"
+        if name in WRAPPER_HOOKS:
+            kind = "wrapper"
         doc = inspect.getdoc(value) or ""
         rows.append(
             {
                 "name": name,
                 "kind": kind,
-                "calling": "awaited by harness" if name in ASYNC_HOOKS else "sync (pluggy)",
+                "calling": _calling(name),
                 "signature": _signature(name, value),
                 "summary": doc.splitlines()[0] if doc else "",
                 "implementers": implementers.get(name, []),
             }
         )
     return rows
+
+
+def _calling(name: str) -> str:
+    if name in WRAPPER_HOOKS:
+        return "driven by harness (sync generator)"
+    return "awaited by harness" if name in ASYNC_HOOKS else "sync (pluggy)"
 
 
 @cli.command(
@@ -91,7 +102,8 @@ def hooks(as_json: bool) -> None:
     """List every hook specification with its kind, signature and implementers.
 
     Kinds: firstresult (the first non-None answer wins), historic (replayed to late
-    registrations) or plain. Hooks "awaited by harness" accept async def
+    registrations), wrapper (middleware: @hookimpl(wrapper=True) generators around each
+    model call, tool call or run) or plain. Hooks "awaited by harness" accept async def
     implementations; the others are called synchronously. A plugin that fails to load
     implements nothing; a note on stderr names it (``harness plugins`` shows why).
     """

@@ -17,6 +17,7 @@ from harness.core.effects import (
     ToolOutcome,
     build_outgoing,
     run_attempts,
+    tool_content,
 )
 from harness.core.frozen import FrozenDict, FrozenList, freeze, thaw
 from harness.core.messages import (
@@ -49,8 +50,29 @@ from harness.core.messages import (
 )
 from harness.core.model import Model, ModelSettings, ToolDefinition
 from harness.core.nodes import CallToolsNode, EndNode, ModelRequestNode, Node
+from harness.core.streaming import (
+    ResponseDone,
+    StreamDelta,
+    StreamingModel,
+    StreamSink,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    collect_stream,
+    supports_streaming,
+)
 
 __all__ = [
+    "collect_stream",
+    "ResponseDone",
+    "StreamDelta",
+    "StreamingModel",
+    "StreamSink",
+    "supports_streaming",
+    "TextDelta",
+    "ThinkingDelta",
+    "ToolCallDelta",
+    "tool_content",
     "build_outgoing",
     "CallToolsNode",
     "Effects",

@@ -44,9 +44,12 @@ __all__ = [
     "UnitPurpose",
     "build_outgoing",
     "run_attempts",
+    "tool_content",
 ]
 
 import asyncio
+import dataclasses
+import json
 import random
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -57,6 +60,7 @@ import attrs
 
 from harness.core.messages import CanonicalMessage, JsonValue, Part, SystemPromptPart, ToolCallPart
 from harness.core.model import Model, ModelSettings, ToolDefinition
+from harness.core.streaming import StreamSink, collect_stream, supports_streaming
 from harness.errors import HarnessError, ToolArgumentsError, ToolRetry, UserAbort, WireFormatError
 
 NON_RETRYABLE: tuple[type[BaseException], ...] = (
@@ -77,7 +81,7 @@ cancellation, configuration errors, which are all ``HarnessError``) stop the run
 _BACKOFF_CAP = 5.0
 
 UnitPurpose = Literal["request", "capability"]
-ToolOutcomeKind = Literal["returned", "failed", "retry", "unknown"]
+ToolOutcomeKind = Literal["returned", "failed", "retry", "unknown", "deferred"]
 
 
 def build_outgoing(
@@ -159,6 +163,11 @@ class ModelRequestUnit:
         revision: The stored session's revision whose view is :attr:`view` (the run
             checkpoints before every request), or ``None`` when the session has no store
             or for capability calls.
+        stream: Set when the run is streamed (:meth:`Agent.run_stream
+            <harness.run.agent.Agent.run_stream>`): receives each delta as the model sends
+            it. Effects that can stream call the model's ``request_stream``
+            (:func:`~harness.core.streaming.collect_stream`); others may ignore it, and the
+            consumer then sees the response when it is complete.
     """
 
     index: int
@@ -172,6 +181,7 @@ class ModelRequestUnit:
     settings: ModelSettings = attrs.field(factory=ModelSettings)
     session_id: str | None = None
     revision: int | None = None
+    stream: StreamSink | None = attrs.field(default=None, repr=False, eq=False)
 
 
 @attrs.frozen
@@ -203,7 +213,7 @@ class ToolCallUnit:
     revision: int | None = None
 
 
-_OUTCOME_KINDS: tuple[str, ...] = ("returned", "failed", "retry", "unknown")
+_OUTCOME_KINDS: tuple[str, ...] = ("returned", "failed", "retry", "unknown", "deferred")
 
 
 @attrs.frozen
@@ -214,7 +224,9 @@ class ToolOutcome:
         kind: ``"returned"`` (the tool returned :attr:`content`), ``"failed"`` (it raised:
             :attr:`error`), ``"retry"`` (it asked the model to retry: :attr:`error` is the
             prompt), or ``"unknown"`` (the call may or may not have taken effect: a worker
-            died while a non-idempotent tool ran; the model is told so).
+            died while a non-idempotent tool ran; the model is told so), or ``"deferred"``
+            (a ``wrap_tool_call`` wrapper held the call back, for human approval: the run
+            pauses with ``status="awaiting_approval"``; :attr:`error` says why).
         content: The tool's JSON-ready return value (``"returned"``).
         error: ``"Type: message"`` of the failure, or the retry prompt.
         transient: Whether the failure was transient.
@@ -303,6 +315,34 @@ class Effects(Protocol):
         ...
 
 
+def tool_content(value: Any) -> Any:
+    """Turn a tool's return value into JSON-ready content (``str()`` as a last resort).
+
+    attrs classes and dataclasses become dicts, objects with ``model_dump`` (pydantic
+    models) are dumped in JSON mode; anything ``json`` cannot encode becomes ``str(value)``.
+    """
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    converted: Any = value
+    kind: type[Any] = type(value)  # pyright: ignore[reportUnknownVariableType]
+    if attrs.has(kind):
+        converted = attrs.asdict(value)
+    elif dataclasses.is_dataclass(kind):
+        converted = dataclasses.asdict(value)
+    else:
+        dump: Any = getattr(value, "model_dump", None)
+        if callable(dump):
+            try:
+                converted = dump(mode="json")
+            except TypeError:
+                converted = dump()
+    try:
+        json.dumps(converted)
+    except (TypeError, ValueError):
+        return str(value)
+    return converted
+
+
 def _backoff(unit: ToolCallUnit, attempt: int) -> float:
     delay = min(unit.base_delay * 2 ** (attempt - 1), _BACKOFF_CAP)
     return delay * (1 + random.random() * 0.1)
@@ -358,7 +398,19 @@ class InProcessEffects:
         return uuid.uuid4().hex
 
     async def model_request(self, unit: ModelRequestUnit) -> CanonicalMessage:
-        """``unit.model.request(unit.messages, unit.tools, unit.settings)``."""
+        """``unit.model.request(unit.messages, unit.tools, unit.settings)``, streamed when asked.
+
+        When the unit has a :attr:`~ModelRequestUnit.stream` sink and the model can stream,
+        the model's ``request_stream`` is used and each delta goes to the sink.
+        """
+        if unit.stream is not None and supports_streaming(unit.model):
+            return await collect_stream(
+                unit.model,  # pyright: ignore[reportArgumentType]
+                unit.messages,
+                unit.tools,
+                unit.settings,
+                unit.stream,
+            )
         return await unit.model.request(unit.messages, unit.tools, unit.settings)
 
     async def tool_call(self, unit: ToolCallUnit) -> ToolOutcome:

@@ -7,6 +7,9 @@
 * :mod:`harness.hooks.dispatch`: calling every hook implementation (awaiting the context
   hooks, under the invariant guard of :mod:`harness.history.guard`), each failure naming
   its plugin.
+* :mod:`harness.hooks.middleware`: driving the ``wrap_*`` wrapper generators across the
+  awaited call, and ``after_model_response``.
+* :mod:`harness.hooks.validation`: what a registered implementation must look like.
 * :mod:`harness.hooks.entrypoints`: entry-point discovery, loading and listing.
 * :mod:`harness.hooks.tracing`: ``HARNESS_TRACE_PLUGINS`` hook-call tracing.
 
@@ -20,6 +23,7 @@ from harness.core.markers import PROJECT_NAME, hookimpl, hookspec
 from harness.hooks.dispatch import ASYNC_HOOKS, DECISION_HOOKS
 from harness.hooks.entrypoints import DISABLE_ENV, ENTRY_POINT_GROUP, LOAD_ENV, PluginInfo
 from harness.hooks.manager import PluginManager
+from harness.hooks.middleware import WRAPPER_HOOKS
 from harness.hooks.ordering import capability_name, order_capabilities
 from harness.hooks.tracing import TRACE_ENV
 
@@ -31,6 +35,7 @@ __all__ = [
     "LOAD_ENV",
     "PROJECT_NAME",
     "TRACE_ENV",
+    "WRAPPER_HOOKS",
     "PluginInfo",
     "PluginManager",
     "capability_name",

@@ -52,7 +52,9 @@ if TYPE_CHECKING:
     from harness.capabilities.context import CompactionEvent, RequestContext
     from harness.history.invariants import Violation
 
-ASYNC_HOOKS: Final = frozenset({"before_model_request", "after_node", "on_tool", "on_compaction"})
+ASYNC_HOOKS: Final = frozenset(
+    {"before_model_request", "after_node", "on_tool", "on_compaction", "after_model_response"}
+)
 """Hooks the manager calls itself, awaiting ``async def`` implementations (no wrappers)."""
 
 DECISION_HOOKS: Final = frozenset({"count_tokens", "resolve_model", "resolve_store", "resolve_engine"})

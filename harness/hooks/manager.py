@@ -24,8 +24,7 @@ from __future__ import annotations
 
 __all__ = ["PluginManager"]
 
-import difflib
-import inspect
+import logging
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -35,7 +34,6 @@ import harness.hooks.specs as hookspecs
 from harness.core.markers import PROJECT_NAME
 from harness.errors import CapabilityOrderError, PluginLoadError, SessionStoreError, StoreResolutionError
 from harness.hooks.dispatch import (
-    ASYNC_HOOKS,
     Step,
     bind,
     decide,
@@ -53,9 +51,11 @@ from harness.hooks.entrypoints import (
     registration_error,
     select_entry_points,
 )
+from harness.hooks.middleware import Middleware
 from harness.hooks.ordering import UNREGISTERED, capability_name, order_capabilities, order_hookimpls
 from harness.hooks.stacks import installed_capability_classes, resolve_capabilities
 from harness.hooks.tracing import Trace, TraceSinks, tracing_requested
+from harness.hooks.validation import plugin_problem
 from harness.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -66,12 +66,14 @@ if TYPE_CHECKING:
     from harness.tools.context import RunContext
     from harness.tools.lifecycle import ToolEvent
 
+_log = logging.getLogger("harness.hooks")
+
 _SPEC_NAMES: Final = frozenset(
     name for name, value in vars(hookspecs).items() if hasattr(value, f"{PROJECT_NAME}_spec")
 )
 
 
-class PluginManager:
+class PluginManager(Middleware):
     """Registers capabilities and plugins and calls their hooks, awaiting async ones.
 
     Example::
@@ -100,6 +102,7 @@ class PluginManager:
         self._available_sources: dict[str, PluginSource] = {}
         self._entrypoints_loaded = False
         self._counters: dict[str | None, TokenCounter] = {}
+        self._impl_cache: dict[str, list[pluggy.HookImpl]] = {}
         self._tracing = TraceSinks()
         self._excluded: dict[str, str] = {}
         self._load_errors: dict[str, PluginLoadError] = {}
@@ -232,10 +235,16 @@ class PluginManager:
             self._user_capabilities = [c for c in self._user_capabilities if c is not target]
             self._set_resolved(order_capabilities(self._user_capabilities))
 
+    def _changed(self) -> None:
+        """Forget what depends on the registered plugins (token counters, ordered implementations)."""
+        self._counters.clear()
+        self._impl_cache.clear()
+
     def _name_of(self, plugin: object) -> str:
         return self._pm.get_name(plugin) or capability_name(plugin)
 
     def _set_resolved(self, resolved: Sequence[object]) -> None:
+        self._impl_cache.clear()
         self._resolved = tuple(resolved)
         self._capability_position = {self._name_of(c): i for i, c in enumerate(self._resolved)}
 
@@ -245,7 +254,7 @@ class PluginManager:
         if name is not None:
             self._registration.pop(name, None)
             self._sources.pop(name, None)
-        self._counters.clear()
+        self._changed()
 
     def _register(self, plugin: object, name: str) -> None:
         try:
@@ -265,35 +274,23 @@ class PluginManager:
             raise PluginLoadError(f"plugin {name!r}: {problem}", plugin_name=name, reason=problem)
         self._registration[name] = self._next_registration
         self._next_registration += 1
-        self._counters.clear()
+        self._changed()
 
     def _validate(self, plugin: object) -> str | None:
-        for caller in self._pm.get_hookcallers(plugin) or []:
-            for impl in caller.get_hookimpls():
-                if impl.plugin is not plugin:
-                    continue
-                if not caller.has_spec():
-                    if impl.optionalhook:
-                        continue
-                    close = difflib.get_close_matches(caller.name, sorted(_SPEC_NAMES), n=1)
-                    hint = f"; did you mean {close[0]!r}?" if close else ""
-                    return f"implements unknown hook {caller.name!r}{hint}"
-                if impl.wrapper or impl.hookwrapper:
-                    why = (
-                        "harness awaits this hook itself, and a wrapper cannot await across its yield"
-                        if caller.name in ASYNC_HOOKS
-                        else "harness calls each implementation itself, so that a failure names its plugin"
-                    )
-                    return f"{caller.name} cannot be a wrapper implementation: {why}"
-                if caller.name not in ASYNC_HOOKS and inspect.iscoroutinefunction(impl.function):
-                    return f"{caller.name} must be synchronous (pluggy calls it and cannot await it)"
-        return None
+        return plugin_problem(self._pm, plugin, _SPEC_NAMES)
 
     def _ordered_impls(self, hook_name: str) -> list[pluggy.HookImpl]:
+        cached = self._impl_cache.get(hook_name)
+        if cached is not None:
+            return cached
         caller: pluggy.HookCaller | None = getattr(self._pm.hook, hook_name, None)
-        if caller is None:
-            return []
-        return order_hookimpls(caller.get_hookimpls(), self._capability_position, self._registration)
+        impls = (
+            []
+            if caller is None
+            else order_hookimpls(caller.get_hookimpls(), self._capability_position, self._registration)
+        )
+        self._impl_cache[hook_name] = impls
+        return impls
 
     def _decide(self, hook: str, check: Callable[[object], str | None] | None, **kwargs: object) -> object:
         impls = getattr(self._pm.hook, hook).get_hookimpls()[::-1]  # pluggy's order: last registered first
@@ -539,6 +536,7 @@ class PluginManager:
             except PluginLoadError as exc:
                 if errors == "raise":
                     raise
+                _log.warning("plugin %s was not loaded: %s", ep.name, exc)
                 self._load_errors[ep.name] = exc
                 continue
             self._load_errors.pop(ep.name, None)

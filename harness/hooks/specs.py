@@ -11,8 +11,14 @@ called through ``pm.hook.<name>(...)`` directly: :class:`harness.hooks.manager.P
 calls each implementation in a fixed order (:mod:`harness.hooks.ordering`) and awaits it
 when it is ``async def`` (:mod:`harness.hooks.dispatch`). The decision hooks
 (``count_tokens``, ``resolve_model``, ``resolve_store``) are called by the manager too, one implementation at
-a time in pluggy's order, so that a failure names its plugin. Wrapper implementations
-(``wrapper=True`` / ``hookwrapper=True``) are rejected on every hook.
+a time in pluggy's order, so that a failure names its plugin.
+
+The middleware hooks (``wrap_model_request``, ``wrap_tool_call``, ``wrap_run``) take
+*only* new-style wrapper implementations (``@hookimpl(wrapper=True)``): generator functions
+that ``yield`` once to run the rest of the chain. pluggy's own dispatcher cannot await the
+call between a wrapper's halves, so the manager drives the generators itself
+(:mod:`harness.hooks.middleware`). Every other hook rejects wrappers (``wrapper=True`` /
+``hookwrapper=True``), and old-style ``hookwrapper=True`` is rejected everywhere.
 
 Call order for the context hooks: capabilities first, in their resolved order (the
 order the user listed them, adjusted only by their ``runs_before`` / ``runs_after``
@@ -24,6 +30,7 @@ move a capability: its place is decided by the user's list.
 from __future__ import annotations
 
 __all__ = [
+    "after_model_response",
     "after_node",
     "before_model_request",
     "count_tokens",
@@ -32,14 +39,23 @@ __all__ = [
     "resolve_engine",
     "resolve_model",
     "resolve_store",
+    "wrap_model_request",
+    "wrap_run",
+    "wrap_tool_call",
 ]
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness.core.markers import hookspec
 
 if TYPE_CHECKING:
+    from collections.abc import Generator
+
+    from harness.capabilities.calls import ModelCall, ToolCall
     from harness.capabilities.context import CompactionEvent, RequestContext
+    from harness.core.effects import ToolOutcome
+    from harness.core.messages import CanonicalMessage
     from harness.core.model import Model
     from harness.core.nodes import Node
     from harness.session.store import SessionStore
@@ -90,6 +106,166 @@ def before_model_request(ctx: RequestContext) -> None:
         ctx: The request about to be made: history, token counter, model, usage,
             request-scoped parts and per-run plugin state.
     """
+
+
+# --------------------------------------------------------------------------------------
+# Middleware: wrappers around each model call, each tool call and the whole run.
+# --------------------------------------------------------------------------------------
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+_WRAPPER_RULES = """
+
+    A wrapper is a generator function marked ``@hookimpl(wrapper=True)``:
+
+    * code before its ``yield`` runs before the call; ``result = yield`` runs the rest of
+      the chain (inner wrappers, then the call itself) and gives its result, or raises its
+      exception at the ``yield`` (catch it to recover);
+    * ``return value`` makes ``value`` the result the outer wrappers and the run see;
+    * returning *before* the first ``yield`` short-circuits: the inner wrappers and the
+      call itself do not run;
+    * yielding *again* after a result or an exception runs the rest of the chain again,
+      with the fields as the wrapper left them (a retry, a fallback model).
+
+    Ordering: wrappers run outermost-first in the order of the other context hooks:
+    capabilities in their resolved order, then other plugins in registration order
+    (``tryfirst`` plugins outermost, ``trylast`` innermost).
+
+    Async: a wrapper is a plain (synchronous) generator; the call it wraps is awaited
+    while the wrapper is suspended at its ``yield``. ``async def`` wrappers (async
+    generators) are rejected when the plugin is registered; work that must ``await``
+    belongs in ``before_model_request`` or ``after_model_response``.
+
+    Errors: an exception a wrapper raises (other than re-raising the one it received at
+    its ``yield``) ends the run with ``CapabilityError`` naming the plugin, chained to
+    the exception, after the history was repaired and saved; ``RunStopped`` subclasses
+    and interrupts (``asyncio.CancelledError``, ``KeyboardInterrupt``) propagate
+    unchanged. A wrapper that is not a generator, or that yields a value, raises
+    ``CapabilityError`` too.
+
+    Without any implementation the hook costs nothing: the call is made directly.
+"""
+
+
+def _wrapper_hook(function: _F) -> _F:
+    """Append the rules every wrapper hook shares to ``function``'s documentation."""
+    function.__doc__ = (function.__doc__ or "").rstrip() + "\n" + _WRAPPER_RULES
+    return function
+
+
+@hookspec
+@_wrapper_hook
+def wrap_model_request(
+    ctx: RequestContext, request: ModelCall
+) -> Generator[None, CanonicalMessage, CanonicalMessage]:  # pyright: ignore[reportReturnType]
+    """Wrap each model call: change the request, retry it, replace it, or change the response.
+
+    Signature: ``wrap_model_request(ctx: RequestContext, request: ModelCall) -> Generator[None, CanonicalMessage, CanonicalMessage]``
+
+    Called for every model request of a run, after ``before_model_request`` built it, and
+    for every model call a capability makes through ``ctx.request_model`` (the summarizer;
+    ``request.purpose == "capability"``). ``request`` is mutable: assign
+    ``request.model``, ``request.messages``, ``request.tools`` or ``request.settings``
+    before yielding to change what is sent. ``request.attempts`` counts the calls made so
+    far, and ``request.answered_by`` names the model that answered.
+
+    Return value: the response message (a ``CanonicalMessage`` of kind ``"response"``);
+    ``return (yield)`` passes the chain's response on unchanged. Anything else raises
+    ``CapabilityError`` naming the plugin. The response is stored and acted on after
+    ``after_model_response``.
+
+    Invariant guard: when a wrapper changed ``request.messages``, the new request is
+    checked before it is sent; a violation it did not have before (a tool call split from
+    its answer, ...) raises ``CapabilityError`` naming the wrapper, and the stored history
+    is untouched (wrappers edit what is sent, never what is stored).
+
+    Under a durable engine each call the chain makes is one journaled unit, so wrappers
+    must decide from their inputs only (no clock, no randomness) to replay identically.
+
+    Args:
+        ctx: The request being made (history, usage, per-run state); for a capability's
+            call, the request during which the capability made it.
+        request: The call: what is sent, to which model, and how often it was tried.
+    """  # noqa: E501 - the signature line is quoted whole
+
+
+@hookspec
+@_wrapper_hook
+def wrap_tool_call(ctx: RunContext, call: ToolCall) -> Generator[None, ToolOutcome, object]:  # pyright: ignore[reportReturnType]
+    """Wrap each tool call: change its arguments, answer it yourself, refuse it, change its result.
+
+    Signature: ``wrap_tool_call(ctx: RunContext, call: ToolCall) -> Generator[None, ToolOutcome, object]``
+
+    Called for every tool call of a run, once it is registered and started, before its
+    arguments are validated: ``call.args`` holds the model's arguments (a dict, or the raw
+    text when they are not JSON) and may be reassigned. ``call.tool`` is the agent's tool
+    (``None`` for an unknown tool); ``call.decision`` holds the human decision given to
+    ``agent.run(..., approvals=...)`` for a call that was held back.
+
+    Return value: the call's result. ``result = yield`` gives the chain's
+    :class:`~harness.core.effects.ToolOutcome`; return it, another ``ToolOutcome`` (for
+    example ``ToolOutcome("deferred", error="awaiting approval")`` to hold the call back and
+    pause the run with ``status="awaiting_approval"``), or any JSON-ready value, which
+    becomes the tool's return the model sees (``return "refused by policy"``). Raise
+    ``ToolRetry(message)`` to send the model a retry prompt instead.
+
+    Invariant guard: a wrapper cannot rename a call or change its id (both are read-only);
+    a result that is neither a ``ToolOutcome`` nor JSON-ready raises ``CapabilityError``.
+
+    Args:
+        ctx: The tool's run context (the run, the call's id and tool name, retries so far).
+        call: The call: its arguments, the tool, the human decision when resuming.
+    """
+
+
+@hookspec
+@_wrapper_hook
+def wrap_run(ctx: RunContext) -> Generator[None, object, object]:  # pyright: ignore[reportReturnType]
+    """Wrap a whole run: everything from its start to its result or its error.
+
+    Signature: ``wrap_run(ctx: RunContext) -> Generator[None, object, object]``
+
+    Called once per ``Agent.run`` (and ``run_stream``), after the run's state was set up and
+    before the session is touched. ``result = yield`` gives the run's
+    :class:`~harness.run.orchestrator.RunOutcome` (``status``, ``output``, usage), or
+    raises the run's error (``UserAbort``, ``MaxIterationsExceeded``...), after the
+    history was saved. Meant for spans, timers and logs around a run.
+
+    Return value: ignored; return ``None`` (or the result). A wrapper cannot short-circuit
+    a run: returning before the first ``yield`` raises ``CapabilityError``.
+
+    Args:
+        ctx: The run's context: its session, prompt, request id and state.
+    """
+
+
+@hookspec
+def after_model_response(ctx: RequestContext, response: CanonicalMessage) -> CanonicalMessage | None:
+    """Edit each model response before it is stored and acted on.
+
+    Signature: ``after_model_response(ctx: RequestContext, response: CanonicalMessage) -> CanonicalMessage | None``
+
+    Called once per model request of a run, after the ``wrap_model_request`` chain returned
+    and the response was normalised (model name and timestamp filled in), before its tool
+    calls run and before it is stored. Redaction and output filters belong here.
+
+    Ordering: capabilities first in their resolved order, then other plugins in
+    registration order; each sees its predecessor's output.
+
+    Return value: a replacement response (a ``CanonicalMessage`` of kind ``"response"``),
+    or ``None`` to keep it as it is.
+
+    Async: ``async def`` implementations are allowed and awaited in order.
+
+    Invariant guard: a replacement that would make the history invalid (a tool-call id
+    used twice, not a response) is refused: ``CapabilityError`` names the plugin and the
+    response is not stored. An implementation that raises ends the run with
+    ``CapabilityError`` naming it, the history intact.
+
+    Args:
+        ctx: The request that was sent (history, usage, per-run state).
+        response: The response, as the previous implementation left it.
+    """  # noqa: E501 - the signature line is quoted whole
 
 
 # --------------------------------------------------------------------------------------

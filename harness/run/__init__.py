@@ -10,13 +10,28 @@
 * :mod:`harness.run.fallback`: tool calls written as text.
 * :mod:`harness.run.compaction`: :func:`compact` a history outside a run.
 * :mod:`harness.run.fingerprint`: the agent fingerprint a durable run checks before it resumes.
+* :mod:`harness.run.events`, :mod:`harness.run.stream`: ``Agent.run_stream`` and its events.
+* :mod:`harness.run.approvals`: calls held back for a human decision, and resuming them.
+* :mod:`harness.run.model_calls`: each model call through the ``wrap_model_request`` chain.
 """
 
 from __future__ import annotations
 
 from harness.run.agent import Agent, RunResult
 from harness.run.compaction import CompactionResult, compact, compact_sync
-from harness.run.executor import NON_RETRYABLE, ToolExecutor, tool_content
+from harness.run.events import (
+    ApprovalNeeded,
+    Compaction,
+    RequestFinished,
+    RequestStarted,
+    RetryPrompt,
+    RunEvent,
+    RunFinished,
+    ToolCallReady,
+    ToolCallStarted,
+    ToolResult,
+)
+from harness.run.executor import AWAITING_APPROVAL_CONTENT, NON_RETRYABLE, ToolExecutor, tool_content
 from harness.run.fallback import FALLBACK_ID_PREFIX, extract_fallback_tool_calls, with_fallback_tool_calls
 from harness.run.fingerprint import FINGERPRINT_COMPONENTS, agent_fingerprint, check_fingerprint
 from harness.run.orchestrator import RequestOrchestrator, RunOutcome
@@ -29,11 +44,26 @@ from harness.run.responses import (
     normalise_response,
     unique_tool_call_ids,
 )
+from harness.run.result import RunStatus
 from harness.run.resume import OUTCOME_UNKNOWN_CONTENT
 from harness.run.settings import InstructionsFunction, RunSettings
+from harness.run.stream import RunStream
 
 __all__ = [
     "ABORTED_TOOL_CONTENT",
+    "ApprovalNeeded",
+    "AWAITING_APPROVAL_CONTENT",
+    "Compaction",
+    "RequestFinished",
+    "RequestStarted",
+    "RetryPrompt",
+    "RunEvent",
+    "RunFinished",
+    "RunStatus",
+    "RunStream",
+    "ToolCallReady",
+    "ToolCallStarted",
+    "ToolResult",
     "agent_fingerprint",
     "check_fingerprint",
     "FINGERPRINT_COMPONENTS",

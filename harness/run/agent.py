@@ -18,44 +18,18 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
-import attrs
-
 from harness.core.effects import Effects
-from harness.core.messages import CanonicalMessage, Usage, history_repr
 from harness.core.model import Model, ModelSettings, ToolDefinition
 from harness.errors import ToolDefinitionError
 from harness.hooks.manager import PluginManager
 from harness.models.resolve import resolve_model
+from harness.run.events import EventSink
 from harness.run.orchestrator import RequestOrchestrator
+from harness.run.result import RunResult
 from harness.run.settings import InstructionsFunction, RunSettings
+from harness.run.stream import RunStream
 from harness.session import Session
-from harness.tools.context import RunState
 from harness.tools.tool import Tool, as_tool
-
-
-@attrs.frozen
-class RunResult:
-    """The result of :meth:`Agent.run`.
-
-    Attributes:
-        output: Text of the final response (``None`` when it had no text).
-        new_messages: Messages this run added to the history.
-        all_messages: The whole history after the run (a copy).
-        usage: Usage of this run, capability requests included.
-        request_id: The run's request id.
-        session: The session the run used (pass it to the next run to continue).
-        iterations: Model requests the run made.
-        state: The run's final runtime state: counters and the tool-call registry.
-    """
-
-    output: str | None
-    new_messages: list[CanonicalMessage] = attrs.field(repr=history_repr)
-    all_messages: list[CanonicalMessage] = attrs.field(repr=history_repr)
-    usage: Usage
-    request_id: str
-    session: Session
-    iterations: int = 0
-    state: RunState = attrs.field(factory=RunState, repr=False)
 
 
 def _capability_tools(capability: object) -> Sequence[Tool | Callable[..., Any]]:
@@ -259,7 +233,12 @@ class Agent:
         return self.run_settings.fallback_tool_calls
 
     async def run(
-        self, prompt: str | None, session: Session | None = None, *, effects: Effects | None = None
+        self,
+        prompt: str | None,
+        session: Session | None = None,
+        *,
+        effects: Effects | None = None,
+        approvals: Mapping[str, object] | None = None,
     ) -> RunResult:
         """Run ``prompt`` to a final answer.
 
@@ -272,13 +251,62 @@ class Agent:
             effects: How the run makes its model requests and tool calls (see
                 :mod:`harness.core.effects`); durable engines (``harness-dbos``,
                 ``harness-temporal``) pass theirs. Default: in this process.
+            approvals: Decisions for the calls a paused run (``status="awaiting_approval"``)
+                held back, by call id (``harness_tool_approval.Approve()``, ``Reject(reason)``,
+                ``Edit(args)``); pass ``prompt=None`` with them to resume.
 
         Raises:
+            ApprovalPendingError: ``prompt`` was given while calls of the session wait for
+                approval (nothing was changed).
+            ApprovalError: ``approvals`` name a call that is not waiting for approval.
             MaxIterationsExceeded, EmptyResponseError, ToolRetryBudgetExceeded,
             RequestTimeout, UserAbort: The run stopped; the history was saved (the
                 error's ``session`` attribute holds it).
             CapabilityError: A capability failed.
         """
+        return await self._run(prompt, session, effects=effects, approvals=approvals)
+
+    def run_stream(
+        self,
+        prompt: str | None,
+        session: Session | None = None,
+        *,
+        approvals: Mapping[str, object] | None = None,
+    ) -> RunStream:
+        """Run ``prompt`` and yield its events as they happen (see :mod:`harness.run.stream`).
+
+        ``async with agent.run_stream(prompt, session=s) as stream: async for event in stream``
+        yields the run's :mod:`events <harness.run.events>` (model deltas as they arrive,
+        tool calls and results, compactions, approvals) and ends with ``RunFinished``;
+        ``stream.result`` is then the :class:`RunResult` :meth:`run` would have returned,
+        with the same persistence. Leaving the block early aborts the run (saved).
+
+        Args:
+            prompt: As :meth:`run`.
+            session: As :meth:`run`.
+            approvals: As :meth:`run`.
+        """
+        holder: list[RequestOrchestrator] = []
+
+        async def start(sink: EventSink) -> RunResult:
+            return await self._run(prompt, session, approvals=approvals, events=sink, started=holder.append)
+
+        def abort() -> None:
+            for orchestrator in holder:
+                orchestrator.abort()
+
+        return RunStream(start, abort)
+
+    async def _run(
+        self,
+        prompt: str | None,
+        session: Session | None,
+        *,
+        effects: Effects | None = None,
+        approvals: Mapping[str, object] | None = None,
+        events: EventSink | None = None,
+        started: Callable[[RequestOrchestrator], None] | None = None,
+    ) -> RunResult:
         if session is None:
             session = Session()
         orchestrator = RequestOrchestrator(
@@ -288,7 +316,11 @@ class Agent:
             plugin_manager=self.plugin_manager,
             counter=self.plugin_manager.token_counter(self.model.model_name),
             effects=effects,
+            approvals=approvals,
+            events=events,
         )
+        if started is not None:
+            started(orchestrator)
         self._active.add(orchestrator)
         try:
             outcome = await orchestrator.run()
@@ -303,6 +335,8 @@ class Agent:
             session=session,
             iterations=outcome.iterations,
             state=outcome.state,
+            status=outcome.status,
+            pending_approvals=outcome.pending_approvals,
         )
 
     def run_sync(self, prompt: str | None, session: Session | None = None) -> RunResult:

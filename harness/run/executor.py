@@ -16,17 +16,23 @@ What a tool raises decides what happens (the policy of :mod:`harness.tools.tool`
 
 from __future__ import annotations
 
-__all__ = ["NON_RETRYABLE", "ToolExecutor", "tool_content"]
+__all__ = ["AWAITING_APPROVAL_CONTENT", "NON_RETRYABLE", "ToolExecutor", "tool_content"]
 
 import asyncio
-import dataclasses
 import json
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, cast
 
-import attrs
-
-from harness.core.effects import NON_RETRYABLE, Effects, InProcessEffects, ToolCallUnit, ToolOutcome
+from harness.capabilities.calls import ToolCall
+from harness.core.effects import (
+    NON_RETRYABLE,
+    Effects,
+    InProcessEffects,
+    ToolCallUnit,
+    ToolOutcome,
+    tool_content,
+)
 from harness.core.messages import (
     CanonicalMessage,
     Part,
@@ -36,6 +42,8 @@ from harness.core.messages import (
     with_harness_mark,
 )
 from harness.errors import MessageError, ToolArgumentsError, UserAbort
+from harness.hooks.manager import PluginManager
+from harness.run.events import EventSink, RetryPrompt, ToolResult
 from harness.run.recovery import ABORTED_TOOL_CONTENT
 from harness.run.resume import OUTCOME_UNKNOWN_CONTENT
 from harness.run.settings import RunSettings
@@ -43,35 +51,29 @@ from harness.tools.context import RunContext
 from harness.tools.lifecycle import ToolEvent
 from harness.tools.tool import Tool
 
+_log = logging.getLogger("harness.run")
+
 _FIX = "Fix the errors and try again."
 
+AWAITING_APPROVAL_CONTENT = "[awaiting approval] This call has not run: it waits for a human decision."
+"""The placeholder answer of a held-back call while the run is paused (never sent to a model)."""
 
-def tool_content(value: Any) -> Any:
-    """Turn a tool's return value into JSON-ready content (``str()`` as a last resort).
 
-    attrs classes and dataclasses become dicts, objects with ``model_dump`` (pydantic
-    models) are dumped in JSON mode; anything ``json`` cannot encode becomes ``str(value)``.
-    """
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    converted: Any = value
-    kind: type[Any] = type(value)  # pyright: ignore[reportUnknownVariableType]
-    if attrs.has(kind):
-        converted = attrs.asdict(value)
-    elif dataclasses.is_dataclass(kind):
-        converted = dataclasses.asdict(value)
-    else:
-        dump: Any = getattr(value, "model_dump", None)
-        if callable(dump):
-            try:
-                converted = dump(mode="json")
-            except TypeError:
-                converted = dump()
-    try:
-        json.dumps(converted)
-    except (TypeError, ValueError):
-        return str(value)
-    return converted
+def _parsed_args(raw: Any) -> dict[str, Any] | str:
+    """The model's arguments for wrappers: a dict when they parse as a JSON object, else the text."""
+    if isinstance(raw, Mapping):
+        return dict(cast(Mapping[str, Any], raw))
+    if raw is None:
+        return {}
+    if isinstance(raw, str):
+        try:
+            parsed: Any = json.loads(raw) if raw.strip() else {}
+        except json.JSONDecodeError:
+            return raw
+        if isinstance(parsed, dict):
+            return cast(dict[str, Any], parsed)
+        return raw
+    return str(raw)
 
 
 def _short(value: Any) -> str:
@@ -79,9 +81,9 @@ def _short(value: Any) -> str:
     return text[:500]
 
 
-def _failure_content(name: str, error: str, attempts: int, *, transient: bool, tool: Tool) -> str:
+def _failure_content(name: str, error: str, attempts: int, *, transient: bool, idempotent: bool) -> str:
     """What the model reads when a call failed: the error, and whether it was retried."""
-    if not tool.idempotent:
+    if not idempotent:
         why = "It was not retried: the tool" if transient else "The tool"
         return (
             f"Tool {name!r} failed: {error}. {why} is not idempotent, and the call may have taken "
@@ -101,6 +103,10 @@ class ToolExecutor:
         emit: Sends a registry event to the ``on_tool`` hook.
         effects: Where each call runs (:meth:`~harness.core.effects.Effects.tool_call`) and
             the clock of the answers' timestamps.
+        plugin_manager: Whose ``wrap_tool_call`` wrappers each call goes through.
+        decisions: Human decisions for held-back calls, by call id (``call.decision``).
+        events: Receives a :class:`~harness.run.events.ToolResult` or
+            :class:`~harness.run.events.RetryPrompt` for each answer (a streamed run).
     """
 
     def __init__(
@@ -109,7 +115,16 @@ class ToolExecutor:
         run: RunContext,
         emit: Callable[[ToolEvent], Awaitable[None]],
         effects: Effects | None = None,
+        *,
+        plugin_manager: PluginManager | None = None,
+        decisions: Mapping[str, object] | None = None,
+        events: EventSink | None = None,
     ) -> None:
+        self.pm = plugin_manager
+        self.decisions: Mapping[str, object] = decisions or {}
+        self.events = events
+        self.deferred: list[ToolCallPart] = []
+        """Calls of the current batch a wrapper held back (``"deferred"``), in the order they settled."""
         self.effects: Effects = effects if effects is not None else InProcessEffects()
         self.settings = settings
         self.run = run
@@ -128,6 +143,7 @@ class ToolExecutor:
                 call finished; cancellation cancels the calls still running.
         """
         self.results = {}
+        self.deferred = []
         state = self.run.run
         registry = state.tool_registry
         events = [registry.register(call) for call in calls]
@@ -173,6 +189,11 @@ class ToolExecutor:
     async def _finish(self, call: ToolCallPart, part: Part, event: ToolEvent) -> None:
         self.results[call.tool_call_id] = part
         await self.emit(event)
+        if self.events is not None and event.kind != "deferred":
+            if isinstance(part, RetryPromptPart):
+                self.events(RetryPrompt(part))
+            elif isinstance(part, ToolReturnPart):
+                self.events(ToolResult(part))
 
     async def _retry_prompt(
         self, call: ToolCallPart, tool: Tool | None, message: str, *, hint: bool = True
@@ -193,17 +214,16 @@ class ToolExecutor:
         if count > budget and self.budget_exceeded is None:
             self.budget_exceeded = (name, budget, message)
 
-    def _arguments(self, call: ToolCallPart, tool: Tool) -> dict[str, Any] | str:
+    def _arguments(self, raw: Any, tool: Tool, name: str) -> dict[str, Any] | str:
         """The validated arguments, or the problem to send back as a retry prompt."""
         try:
-            raw: Any = call.args
             if isinstance(raw, str):
                 raw = json.loads(raw) if raw.strip() else {}
             elif raw is None:
                 raw = {}
             return tool.validate(raw)
         except (json.JSONDecodeError, MessageError) as exc:
-            return f"The arguments of {call.tool_name!r} are not valid JSON: {exc}"
+            return f"The arguments of {name!r} are not valid JSON: {exc}"
         except ToolArgumentsError as exc:
             return str(exc)
 
@@ -211,17 +231,34 @@ class ToolExecutor:
         registry = self.run.run.tool_registry
         await self.emit(registry.start(call.tool_call_id))
         tool = self.settings.tools.get(call.tool_name)
+        if self.pm is None or not self.pm.has_middleware("wrap_tool_call"):
+            outcome = await self._call(call, tool, call.args)
+        else:
+            request = ToolCall(
+                args=_parsed_args(call.args),
+                part=call,
+                tool=tool,
+                decision=self.decisions.get(call.tool_call_id),
+            )
+            ctx = self.run.for_tool(call.tool_call_id, call.tool_name, self._retries.get(call.tool_name, 0))
+
+            async def innermost(wrapped: ToolCall) -> ToolOutcome:
+                return await self._call(call, tool, wrapped.args)
+
+            outcome = await self.pm.wrap_tool_call(ctx, request, innermost)
+        await self._settle(call, tool, outcome)
+
+    async def _call(self, call: ToolCallPart, tool: Tool | None, raw_args: Any) -> ToolOutcome:
+        """Validate the arguments and run the tool through the effects: the innermost call."""
         if tool is None:
             available = ", ".join(sorted(self.settings.tools)) or "none"
-            await self._retry_prompt(
-                call, None, f"Unknown tool name: {call.tool_name!r}. Available tools: {available}."
+            return ToolOutcome(
+                "retry", error=f"Unknown tool name: {call.tool_name!r}. Available tools: {available}."
             )
-            return
-        arguments = self._arguments(call, tool)
+        arguments = self._arguments(raw_args, tool, call.tool_name)
         if isinstance(arguments, str):
-            await self._retry_prompt(call, tool, arguments)
-            return
-
+            return ToolOutcome("retry", error=arguments)
+        registry = self.run.run.tool_registry
         ctx = self.run.for_tool(call.tool_call_id, call.tool_name, self._retries.get(call.tool_name, 0))
 
         noted = 0  # attempts made in this process (an engine may run them elsewhere)
@@ -256,11 +293,34 @@ class ToolExecutor:
             raise
         for _ in range(outcome.attempts - noted):  # attempts the effects made out of process
             registry.note_attempt(call.tool_call_id)
-        await self._settle(call, tool, outcome)
+        return outcome
 
-    async def _settle(self, call: ToolCallPart, tool: Tool, outcome: ToolOutcome) -> None:
+    async def _settle(self, call: ToolCallPart, tool: Tool | None, outcome: ToolOutcome) -> None:
         """Turn a call's outcome into its answer and its registry event."""
         registry = self.run.run.tool_registry
+        if _log.isEnabledFor(logging.DEBUG):
+            _log.debug(
+                "tool call %s %s: %s after %d attempt(s)%s",
+                call.tool_call_id,
+                call.tool_name,
+                outcome.kind,
+                outcome.attempts,
+                f" ({outcome.error})" if outcome.error else "",
+            )
+        if call.tool_call_id in self.results:  # answered already (a wrapper swallowed an abort)
+            return
+        if outcome.kind == "deferred":
+            reason = outcome.error or "awaiting approval"
+            part = with_harness_mark(
+                ToolReturnPart(
+                    call.tool_call_id, call.tool_name, AWAITING_APPROVAL_CONTENT, timestamp=self.effects.now()
+                ),
+                awaiting_approval=True,
+                reason=reason,
+            )
+            self.deferred.append(call)
+            await self._finish(call, part, registry.defer(call.tool_call_id, reason))
+            return
         if outcome.kind == "retry":
             await self._retry_prompt(call, tool, outcome.error or "", hint=outcome.hint)
             return
@@ -283,7 +343,11 @@ class ToolExecutor:
             return
         error = outcome.error or "the tool failed"
         content = _failure_content(
-            call.tool_name, error, outcome.attempts, transient=outcome.transient, tool=tool
+            call.tool_name,
+            error,
+            outcome.attempts,
+            transient=outcome.transient,
+            idempotent=tool.idempotent if tool is not None else True,
         )
         part = with_harness_mark(
             ToolReturnPart(call.tool_call_id, call.tool_name, content, timestamp=self.effects.now()),

@@ -31,9 +31,10 @@ from __future__ import annotations
 __all__ = ["RequestOrchestrator", "RunOutcome"]
 
 import asyncio
+import logging
 import weakref
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 import attrs
 
@@ -57,24 +58,38 @@ from harness.errors import (
     EmptyResponseError,
     HarnessError,
     MaxIterationsExceeded,
-    RequestTimeout,
-    RunError,
     ToolRetryBudgetExceeded,
     UserAbort,
 )
 from harness.hooks.manager import PluginManager
+from harness.run.approvals import check_approvals, held_calls, is_placeholder, replace_answers
+from harness.run.events import (
+    ApprovalNeeded,
+    EventSink,
+    RetryPrompt,
+)
 from harness.run.executor import ToolExecutor
 from harness.run.fallback import FALLBACK_ID_PREFIX, with_fallback_tool_calls
+from harness.run.model_calls import ModelCaller
+from harness.run.narration import announce_calls, compaction_reporter, log_request
 from harness.run.outgoing import build_outgoing, system_parts
 from harness.run.persist import SessionWriter
 from harness.run.prepare import prepare_history
-from harness.run.recovery import INTERRUPTED_MARKER, answer_interrupted_batch, append_interrupted
+from harness.run.recovery import (
+    INTERRUPTED_MARKER,
+    RecoveryKind,
+    answer_interrupted_batch,
+    append_interrupted,
+    flush_events,
+    run_error,
+)
 from harness.run.responses import (
     EMPTY_RESPONSE_NUDGE,
     is_blank_response,
     normalise_response,
     unique_tool_call_ids,
 )
+from harness.run.result import RunStatus
 from harness.run.resume import pending_calls, plan_resume
 from harness.run.settings import RunSettings
 from harness.session import Session
@@ -82,7 +97,9 @@ from harness.tokens import TokenCounter
 from harness.tools.context import RunContext, RunState
 from harness.tools.lifecycle import ToolEvent
 
-_Kind = Literal["abort", "timeout", "error"]
+_Kind = RecoveryKind
+
+_log = logging.getLogger("harness.run")
 
 _SESSIONS_IN_USE: weakref.WeakSet[Session] = weakref.WeakSet()
 """Sessions a run is using right now: a second, overlapping run on one is refused."""
@@ -99,6 +116,8 @@ class RunOutcome:
     request_id: str
     iterations: int
     state: RunState
+    status: RunStatus = "completed"
+    pending_approvals: tuple[ToolCallPart, ...] = ()
 
 
 class RequestOrchestrator:
@@ -112,6 +131,8 @@ class RequestOrchestrator:
         counter: The token counter of the run's owner.
         effects: How the run performs its model requests and tool calls, and where its
             clock and fresh ids come from (default: :class:`~harness.core.effects.InProcessEffects`).
+        approvals: Human decisions for the calls a paused run held back, by call id.
+        events: Receives every :mod:`~harness.run.events` event as it happens (a streamed run).
     """
 
     def __init__(
@@ -123,8 +144,14 @@ class RequestOrchestrator:
         plugin_manager: PluginManager,
         counter: TokenCounter,
         effects: Effects | None = None,
+        approvals: Mapping[str, object] | None = None,
+        events: EventSink | None = None,
     ) -> None:
         self.effects: Effects = effects if effects is not None else InProcessEffects()
+        self.approvals: Mapping[str, object] = dict(approvals or {})
+        self.events = events
+        self.status: RunStatus = "completed"
+        self.pending: tuple[ToolCallPart, ...] = ()
         self.settings = settings
         self.session = session
         self.pm = plugin_manager
@@ -138,7 +165,17 @@ class RequestOrchestrator:
         self.ctx = RunContext(
             model=settings.model, session=session, prompt=prompt, run=state, messages=list(session.messages)
         )
-        self.executor = ToolExecutor(settings, self.ctx, self._emit, self.effects)
+        self.executor = ToolExecutor(
+            settings,
+            self.ctx,
+            self._emit,
+            self.effects,
+            plugin_manager=plugin_manager,
+            decisions=self.approvals,
+            events=events,
+        )
+        self.caller = ModelCaller(self.effects, plugin_manager, events)
+        self._request_ctx: RequestContext | None = None
         self.added = 0
         self.thoughts: list[str] = []
         self._batch: tuple[Any, ...] | None = None
@@ -146,7 +183,6 @@ class RequestOrchestrator:
         self._task: asyncio.Task[Any] | None = None
         self._aborted = False
         self._events: list[ToolEvent] = []
-        self._units = 0
         self._deltas = bool(getattr(self.effects, "deltas", True))
         self._last_view: list[CanonicalMessage] | None = None
         self.writer = SessionWriter(session, self.ctx, self.executor)
@@ -166,9 +202,12 @@ class RequestOrchestrator:
             task.cancel(INTERRUPTED_MARKER)
 
     async def run(self) -> RunOutcome:
-        """Execute the run.
+        """Execute the run, inside the ``wrap_run`` wrappers.
 
         Raises:
+            ApprovalPendingError: A prompt was given while calls of the session wait for
+                approval (nothing was changed).
+            HarnessError: ``approvals`` name a call that is not waiting for approval.
             MaxIterationsExceeded, EmptyResponseError, ToolRetryBudgetExceeded,
             RequestTimeout, UserAbort: after the history was repaired and saved.
             asyncio.CancelledError, KeyboardInterrupt: likewise, re-raised unchanged.
@@ -179,6 +218,13 @@ class RequestOrchestrator:
                 f"session {self.session.session_id} is already used by a run in progress; "
                 "runs on one session must not overlap"
             )
+        check_approvals(self.session, self.ctx.prompt, self.approvals)
+        if self.pm.has_middleware("wrap_run"):
+            return cast(RunOutcome, await self.pm.wrap_run(self.ctx, self._run))
+        return await self._run()
+
+    async def _run(self) -> RunOutcome:
+        _log.info("run %s started on session %s", self.ctx.request_id, self.session.session_id)
         _SESSIONS_IN_USE.add(self.session)
         self._task = asyncio.current_task()
         timeout = self.settings.request_timeout
@@ -186,8 +232,10 @@ class RequestOrchestrator:
         try:
             async with asyncio.timeout(timeout) as scope:
                 await self._resume()
-                self._prepare()
-                output = await self._iterate()
+                output = None
+                if not await self._resume_approvals():
+                    self._prepare()
+                    output = await self._iterate()
         except BaseException as exc:
             kind: _Kind = "error"
             if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | UserAbort):
@@ -196,9 +244,13 @@ class RequestOrchestrator:
                 kind = "timeout"
             if self._aborted and isinstance(exc, asyncio.CancelledError):
                 kind = "abort"
+            _log.info("run %s stopped (%s): %s: %s", self.ctx.request_id, kind, type(exc).__name__, exc)
             notes = self._recover(kind, exc)
-            notes += await self._flush_events()
-            error = self._error_for(kind, exc, timeout)
+            events, self._events = self._events, []
+            notes += await flush_events(events, self._emit)
+            error = run_error(
+                kind, exc, timeout, aborted=self._aborted, session=self.session, state=self.ctx.run
+            )
             for note in notes:  # on the error the caller sees, never lost on a chained cause
                 error.add_note(note)
             if error is exc:
@@ -208,6 +260,13 @@ class RequestOrchestrator:
             self._task = None
             _SESSIONS_IN_USE.discard(self.session)
         self._hand_over()
+        _log.info(
+            "run %s %s after %d request(s), %s",
+            self.ctx.request_id,
+            self.status,
+            self.ctx.iteration,
+            self.ctx.usage,
+        )
         return RunOutcome(
             output=output,
             new_messages=self.new_messages(),
@@ -216,6 +275,8 @@ class RequestOrchestrator:
             request_id=self.ctx.request_id,
             iterations=self.ctx.iteration,
             state=self.ctx.run,
+            status=self.status,
+            pending_approvals=self.pending,
         )
 
     def new_messages(self) -> list[CanonicalMessage]:
@@ -245,11 +306,35 @@ class RequestOrchestrator:
         self.writer.step((), self.session.current_model)
         self.ctx.messages = list(self.session.messages)
 
+    async def _resume_approvals(self) -> bool:
+        """Answer the calls a paused run held back; ``True`` when some are still held (the run pauses)."""
+        held = held_calls(self.session.messages)
+        if not held:
+            return False
+        self.ctx.messages = list(self.session.messages)
+        self._batch = held
+        results = await self.executor.run_batch(held)
+        self._batch = None
+        answers = {call.tool_call_id: part for call, part in zip(held, results.parts, strict=True)}
+        self.history[-1] = replace_answers(self.history[-1], answers)
+        self.writer.step(self.thoughts, self.session.current_model)
+        return self._pause_if_deferred()
+
+    def _pause_if_deferred(self) -> bool:
+        deferred = self.executor.deferred
+        if not deferred:
+            return False
+        self.status, self.pending = "awaiting_approval", tuple(deferred)
+        _log.info("run %s paused: %d call(s) await approval", self.ctx.request_id, len(deferred))
+        if self.events is not None:
+            self.events(ApprovalNeeded(self.pending))
+        return True
+
     def _prepare(self) -> None:
         request = None
         if self.ctx.prompt is not None:
             request = CanonicalMessage.request(UserPromptPart(self.ctx.prompt, timestamp=self.effects.now()))
-        before = self.session.messages
+        before = self.history  # the session's messages, or what resuming approvals made of them
         messages = prepare_history(before, self.ctx.prompt, self.counter, request=request)
         self.added = 1
         # One pass over the parts; ``message.tool_calls`` would build a tuple per message.
@@ -265,15 +350,20 @@ class RequestOrchestrator:
             if state.current_iteration >= self.settings.max_iterations:
                 raise MaxIterationsExceeded(self.settings.max_iterations)
             state.current_iteration = state.iteration_count = state.current_iteration + 1
-            outgoing = await self._send_prepare()
-            response = await self.effects.model_request(outgoing)
-            done, output = await self._process(
-                normalise_response(response, self.model.model_name, now=self.effects.now), outgoing.messages
+            ctx, outgoing = await self._send_prepare()
+            self._request_ctx = ctx
+            log_request(
+                self.ctx.request_id, state.current_iteration, len(outgoing.messages), self.model.model_name
             )
+            raw = await self.caller.call(ctx, outgoing)
+            response = normalise_response(raw, self.model.model_name, now=self.effects.now)
+            if self.pm.has_middleware("after_model_response"):
+                response = await self.pm.run_after_model_response(ctx, response)
+            done, output = await self._process(response, outgoing.messages)
             if done:
                 return output
 
-    async def _send_prepare(self) -> ModelRequestUnit:
+    async def _send_prepare(self) -> tuple[RequestContext, ModelRequestUnit]:
         """Run the capabilities on the history and build the request unit to send."""
         ctx = RequestContext(
             messages=self.history,
@@ -289,6 +379,7 @@ class RequestOrchestrator:
             session=self.session,
             model_requester=self._capability_request,
         )
+        ctx.on_event = compaction_reporter(self.ctx.request_id, self.events)
         before = len(self.history)
         snapshot = list(self.history) if self.session.store is not None else None
         try:
@@ -299,6 +390,10 @@ class RequestOrchestrator:
                 self.writer.edited(snapshot, ctx.events)
         if not self.history or self.history[-1].kind != "request":
             raise HarnessError("before_model_request left a history that does not end with the request")
+        if any(is_placeholder(part) for part in self.history[-1].parts):
+            raise HarnessError(
+                "a tool call awaiting approval would be sent unanswered; resume with approvals"
+            )
         system = await system_parts(self.settings, self.ctx)
         view: Sequence[CanonicalMessage] = self.history
         delta = None
@@ -308,9 +403,8 @@ class RequestOrchestrator:
             keep = common_prefix(previous, view)
             delta = RequestDelta(keep, tuple(view[keep:]), tuple(system), tuple(ctx.request_scoped))
             self._last_view = view
-        self._units += 1
-        return ModelRequestUnit(
-            index=self._units,
+        return ctx, ModelRequestUnit(
+            index=0,  # numbered when sent (ModelCaller)
             purpose="request",
             source="agent",
             model=self.model,
@@ -332,9 +426,8 @@ class RequestOrchestrator:
         source: str,
     ) -> CanonicalMessage:
         """A capability's own model call (the summarizer), made as a unit of the run."""
-        self._units += 1
         unit = ModelRequestUnit(
-            index=self._units,
+            index=0,
             purpose="capability",
             source=source,
             model=model,
@@ -345,7 +438,7 @@ class RequestOrchestrator:
             session_id=self.session.session_id,
         )
         return normalise_response(
-            await self.effects.model_request(unit), model.model_name, now=self.effects.now
+            await self.caller.call(self._request_ctx, unit), model.model_name, now=self.effects.now
         )
 
     async def _process(
@@ -380,6 +473,8 @@ class RequestOrchestrator:
         self._batch = calls or None
         self.executor.results = {}
         self._append(response)
+        if self.events is not None:
+            announce_calls(self.events, calls, self.caller.streamed_call_ids)
         await self.pm.notify_after_node(self.ctx, request_node)
 
         usage = response.usage or Usage()
@@ -397,6 +492,8 @@ class RequestOrchestrator:
             response, iteration, thought, usage, calls, results, used_fallback=used_fallback
         )
         await self.pm.notify_after_node(self.ctx, node)
+        if self._pause_if_deferred():
+            return True, None
         if self.executor.budget_exceeded is not None:
             name, budget, last = self.executor.budget_exceeded
             raise ToolRetryBudgetExceeded(name, budget, last)
@@ -437,6 +534,8 @@ class RequestOrchestrator:
         )
         last = self.history[-1]
         self.history[-1] = last.replace(parts=(*last.parts, nudge))
+        if self.events is not None:
+            self.events(RetryPrompt(nudge))
         # Checkpointed now: the next request unit's revision is the stored view it is built from.
         self.writer.step(self.thoughts, self.model.model_name)
 
@@ -484,7 +583,7 @@ class RequestOrchestrator:
         registry = self.ctx.run.tool_registry
         for record in registry.unfinished():
             self._events.append(registry.cancel(record.tool_call_id, reason))
-        if kind != "error" and append_interrupted(history, self.model.model_name):
+        if kind != "error" and append_interrupted(history, self.model.model_name, self.caller.partial_text):
             self.added += 1
         if hist.check_invariants(history):
             history[:] = hist.run_cleanup_loop(history, dangling="answer").messages
@@ -493,39 +592,3 @@ class RequestOrchestrator:
         except Exception as save_error:  # never mask the original error
             return [f"harness: saving the session after the failure also failed: {save_error}"]
         return []
-
-    def _error_for(self, kind: _Kind, exc: BaseException, timeout: float | None) -> BaseException:
-        """The run's typed error for ``exc``: a new one to raise from it, or ``exc`` itself."""
-        if kind == "timeout" and timeout is not None:
-            error: RunError = RequestTimeout(timeout)
-            error.session, error.state = self.session, self.ctx.run
-            return error
-        if self._aborted and isinstance(exc, asyncio.CancelledError):
-            task = asyncio.current_task()
-            if task is not None:
-                task.uncancel()
-            error = UserAbort("the run was aborted by the user; completed work was saved")
-            error.session, error.state = self.session, self.ctx.run
-            return error
-        if isinstance(exc, RunError):
-            exc.session, exc.state = self.session, self.ctx.run
-        return exc
-
-    async def _flush_events(self) -> list[str]:
-        """Send the recovery's registry events to ``on_tool``; what observers raise becomes notes.
-
-        An observer failing here must not mask the run's error, and must not be lost: each
-        failure is returned as a note for the error the run raises (the failed event, the
-        plugin and its exception), and the remaining events are still sent.
-        """
-        events, self._events = self._events, []
-        notes: list[str] = []
-        for event in events:
-            try:
-                await self._emit(event)
-            except Exception as failure:  # a CapabilityError naming the plugin and its exception
-                notes.append(
-                    f"harness: the on_tool hook failed on the {event.kind!r} event of tool call "
-                    f"{event.record.tool_call_id!r} while the run recovered: {failure}"
-                )
-        return notes

@@ -8,10 +8,20 @@ is synchronous, so no await can interrupt a repair half-way.
 
 from __future__ import annotations
 
-__all__ = ["ABORTED_TOOL_CONTENT", "INTERRUPTED_MARKER", "answer_interrupted_batch", "append_interrupted"]
+__all__ = [
+    "ABORTED_TOOL_CONTENT",
+    "INTERRUPTED_MARKER",
+    "RecoveryKind",
+    "answer_interrupted_batch",
+    "append_interrupted",
+    "flush_events",
+    "run_error",
+]
 
-from collections.abc import Mapping, Sequence
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from typing import Any, Literal
 
 from harness.core.messages import (
     CanonicalMessage,
@@ -21,6 +31,8 @@ from harness.core.messages import (
     ToolReturnPart,
     with_harness_mark,
 )
+from harness.errors import RequestTimeout, RunError, UserAbort
+from harness.tools.lifecycle import ToolEvent
 
 ABORTED_TOOL_CONTENT = "Tool execution aborted"
 """Content of the synthetic return given to calls still pending or running on abort."""
@@ -59,13 +71,30 @@ def answer_interrupted_batch(
     return True
 
 
-def append_interrupted(history: list[CanonicalMessage], model_name: str) -> bool:
+def append_interrupted(history: list[CanonicalMessage], model_name: str, partial: str = "") -> bool:
     """Append the ``[INTERRUPTED]`` marker, merged into a trailing response.
+
+    Args:
+        history: The run's history, changed in place.
+        model_name: The model of the new response, when one is appended.
+        partial: Text the model had streamed for a request still in flight: kept in
+            front of the marker, in a new response (the contract's "partial stream text").
 
     Returns:
         Whether a new message was appended (``False`` when it joined the last response).
     """
     marker = with_harness_mark(TextPart(INTERRUPTED_MARKER), interrupted=True)
+    if partial and history and history[-1].kind == "request":
+        history.append(
+            with_harness_mark(
+                CanonicalMessage.response(
+                    TextPart(partial), marker, model_name=model_name, timestamp=datetime.now(UTC)
+                ),
+                interrupted=True,
+                partial_stream=True,
+            )
+        )
+        return True
     if history and history[-1].kind == "response":
         last = history[-1]
         history[-1] = last.replace(parts=(*last.parts, marker))
@@ -77,3 +106,59 @@ def append_interrupted(history: list[CanonicalMessage], model_name: str) -> bool
         )
     )
     return True
+
+
+RecoveryKind = Literal["abort", "timeout", "error"]
+"""How a run stopped: aborted (by the user, or a cancellation), timed out, or failed."""
+
+
+def run_error(
+    kind: RecoveryKind,
+    exc: BaseException,
+    timeout: float | None,
+    *,
+    aborted: bool,
+    session: Any,
+    state: Any,
+) -> BaseException:
+    """The run's typed error for ``exc``: a new one to raise from it, or ``exc`` itself.
+
+    A timeout becomes :class:`~harness.errors.RequestTimeout`, the cancellation of an
+    aborted run :class:`~harness.errors.UserAbort` (the task's cancellation is undone); a
+    :class:`~harness.errors.RunError` gets the run's ``session`` and ``state``.
+    """
+    if kind == "timeout" and timeout is not None:
+        error: RunError = RequestTimeout(timeout)
+        error.session, error.state = session, state
+        return error
+    if aborted and isinstance(exc, asyncio.CancelledError):
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        error = UserAbort("the run was aborted by the user; completed work was saved")
+        error.session, error.state = session, state
+        return error
+    if isinstance(exc, RunError):
+        exc.session, exc.state = session, state
+    return exc
+
+
+async def flush_events(
+    events: Sequence[ToolEvent], emit: Callable[[ToolEvent], Awaitable[None]]
+) -> list[str]:
+    """Send the recovery's registry events to ``on_tool``; what observers raise becomes notes.
+
+    An observer failing here must not mask the run's error, and must not be lost: each
+    failure is returned as a note for the error the run raises (the failed event, the
+    plugin and its exception), and the remaining events are still sent.
+    """
+    notes: list[str] = []
+    for event in events:
+        try:
+            await emit(event)
+        except Exception as failure:  # a CapabilityError naming the plugin and its exception
+            notes.append(
+                f"harness: the on_tool hook failed on the {event.kind!r} event of tool call "
+                f"{event.record.tool_call_id!r} while the run recovered: {failure}"
+            )
+    return notes

@@ -12,10 +12,14 @@ Errors (the manager rejects the plugin, or a hook would never run):
   reports the same thing after registration.
 * ``unknown_argument``: an implementation takes an argument the specification does not
   have (implementations may take *fewer*, never others).
-* ``wrapper_on_context_hook``: ``wrapper=True`` / ``hookwrapper=True`` on any hook: the
+* ``wrapper_on_context_hook``: ``wrapper=True`` / ``hookwrapper=True`` on any hook but the
+  three middleware hooks: the
   manager calls every implementation itself (it awaits the context hooks, and a wrapper
   cannot await across its ``yield``; it calls the decision hooks one at a time so that a
   failure names its plugin).
+* ``bad_wrapper``: an implementation of a middleware hook (``wrap_model_request``,
+  ``wrap_tool_call``, ``wrap_run``) that is not a synchronous generator function marked
+  ``@hookimpl(wrapper=True)``.
 * ``async_not_awaited``: an ``async def`` implementation of a hook pluggy dispatches
   synchronously (``count_tokens`` and the other decision hooks): the coroutine would
   never run.
@@ -69,6 +73,7 @@ from harness.hooks import specs as hookspecs
 from harness.hooks.dispatch import ASYNC_HOOKS
 from harness.hooks.entrypoints import ENTRY_POINT_GROUP
 from harness.hooks.manager import PluginManager
+from harness.hooks.middleware import WRAPPER_HOOKS
 from harness.hooks.ordering import order_capabilities
 
 KNOWN_CAPABILITY_NAMES: Final = frozenset(
@@ -80,6 +85,9 @@ KNOWN_CAPABILITY_NAMES: Final = frozenset(
         "summarizing",
         "tiered",
         "recall",
+        "model_fallback",
+        "tool_limits",
+        "tool_approval",
     }
 )
 """Names of the capabilities harness ships; ``runs_before`` may name them even when absent."""
@@ -202,6 +210,12 @@ def _hook_problems(plugin: object, label: str, scratch: pluggy.PluginManager) ->
                     hook=hook,
                 )
             )
+        target = getattr(function, "__func__", function)
+        if hook in WRAPPER_HOOKS:
+            shape = _wrapper_shape_problem(hook, target, opts)
+            if shape is not None:
+                problems.append(Problem("bad_wrapper", f"{label}.{attribute}: {shape}", hook=hook))
+            continue
         if opts.get("wrapper") or opts.get("hookwrapper"):
             why = (
                 "harness awaits this hook itself and a wrapper cannot await across its yield"
@@ -216,7 +230,6 @@ def _hook_problems(plugin: object, label: str, scratch: pluggy.PluginManager) ->
                     hook=hook,
                 )
             )
-        target = getattr(function, "__func__", function)
         if hook not in ASYNC_HOOKS and (
             inspect.iscoroutinefunction(target) or inspect.isasyncgenfunction(target)
         ):
@@ -229,6 +242,19 @@ def _hook_problems(plugin: object, label: str, scratch: pluggy.PluginManager) ->
                 )
             )
     return problems, implemented
+
+
+def _wrapper_shape_problem(hook: str, function: object, opts: Mapping[str, object]) -> str | None:
+    """What is wrong with an implementation of a middleware hook (``None``: nothing)."""
+    if opts.get("hookwrapper"):
+        return f"{hook!r} takes new-style wrappers: use @hookimpl(wrapper=True), not hookwrapper=True"
+    if not opts.get("wrapper"):
+        return f"{hook!r} takes only wrapper implementations: mark it @hookimpl(wrapper=True) and yield once"
+    if inspect.isasyncgenfunction(function) or inspect.iscoroutinefunction(function):
+        return f"{hook!r} wrappers must be synchronous generator functions; async wrappers are not supported"
+    if not inspect.isgeneratorfunction(function):
+        return f"{hook!r} wrapper must be a generator function that yields once"
+    return None
 
 
 def _declared(obj: object, attribute: str) -> tuple[str, ...] | str:

@@ -1,7 +1,8 @@
 """The tool-call registry: the single source of truth for every call's status in a run.
 
 Each tool call the model asks for is registered (``pending``), started (``running``) and
-finished exactly once (``completed``, ``failed`` or ``cancelled``). Transitions are guarded:
+finished exactly once (``completed``, ``failed``, ``cancelled``, or ``deferred`` when a
+wrapper held it back for a human's approval). Transitions are guarded:
 a finished call can never change again, so a cancelled call cannot be completed later by
 a tool that finishes after an abort. Every transition returns a :class:`ToolEvent`, which
 the loop passes to the ``on_tool`` hook.
@@ -28,7 +29,7 @@ import attrs
 
 from harness.core.messages import CanonicalMessage, RetryPromptPart, ToolCallPart, ToolReturnPart
 
-ToolEventKind: TypeAlias = Literal["registered", "started", "completed", "failed", "cancelled"]
+ToolEventKind: TypeAlias = Literal["registered", "started", "completed", "failed", "cancelled", "deferred"]
 
 
 class ToolCallStatus(enum.Enum):
@@ -39,14 +40,18 @@ class ToolCallStatus(enum.Enum):
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    DEFERRED = "deferred"
+    """Held back for a human decision: the run paused; a resumed run registers the call again."""
 
     @property
     def finished(self) -> bool:
-        """True for the terminal statuses (completed, failed, cancelled)."""
+        """True for the terminal statuses (completed, failed, cancelled, deferred)."""
         return self in _FINISHED
 
 
-_FINISHED = frozenset({ToolCallStatus.COMPLETED, ToolCallStatus.FAILED, ToolCallStatus.CANCELLED})
+_FINISHED = frozenset(
+    {ToolCallStatus.COMPLETED, ToolCallStatus.FAILED, ToolCallStatus.CANCELLED, ToolCallStatus.DEFERRED}
+)
 
 
 def _now() -> datetime:
@@ -233,6 +238,13 @@ class ToolCallRegistry:
             self._move(tool_call_id, ToolCallStatus.CANCELLED, completed_at=self.clock(), error=reason),
         )
 
+    def defer(self, tool_call_id: str, reason: str) -> ToolEvent:
+        """Mark the call as held back for a human decision, storing ``reason`` in ``error``."""
+        return ToolEvent(
+            "deferred",
+            self._move(tool_call_id, ToolCallStatus.DEFERRED, completed_at=self.clock(), error=reason),
+        )
+
     def check_against(self, messages: Sequence[CanonicalMessage]) -> list[str]:
         """Compare the registry with a history; return every mismatch (empty when in sync).
 
@@ -262,8 +274,8 @@ class ToolCallRegistry:
                 problems.append(f"{rid}: completed but no ToolReturnPart answers it")
             elif status is ToolCallStatus.FAILED and not answered:
                 problems.append(f"{rid}: failed but neither a return nor a retry prompt answers it")
-            elif status is ToolCallStatus.CANCELLED and rid not in returns:
-                problems.append(f"{rid}: cancelled but no ToolReturnPart answers it")
+            elif status in (ToolCallStatus.CANCELLED, ToolCallStatus.DEFERRED) and rid not in returns:
+                problems.append(f"{rid}: {status.value} but no ToolReturnPart answers it")
             elif not status.finished and answered:
                 problems.append(f"{rid}: answered in history but still {status.value} in the registry")
         return problems

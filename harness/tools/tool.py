@@ -113,6 +113,10 @@ class Tool:
         idempotent: ``False`` for a tool whose calls must not be repeated (it writes,
             sends, pays...): a failed call is never re-run automatically, not even after a
             transient error; the model is told and may call it again.
+        needs_approval: ``True``, or a predicate on the call's arguments, for calls a human
+            must approve before they run. The core only carries it; ``harness-tool-approval``
+            pauses the run on such calls.
+        metadata: Free-form facts about the tool for plugins (a policy tag, a cost).
     """
 
     name: str
@@ -126,6 +130,8 @@ class Tool:
         default=(), converter=_exception_tuple, validator=_check_retry_on
     )
     idempotent: bool = True
+    needs_approval: bool | Callable[[Mapping[str, Any]], bool] = False
+    metadata: Mapping[str, Any] = attrs.field(factory=dict[str, Any])
 
     @classmethod
     def from_function(
@@ -137,6 +143,8 @@ class Tool:
         retry_budget: int | None = None,
         retry_on: type[Exception] | tuple[type[Exception], ...] = (),
         idempotent: bool = True,
+        needs_approval: bool | Callable[[Mapping[str, Any]], bool] = False,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Tool:
         """Build a tool from ``function``'s signature and Google-style docstring.
 
@@ -148,6 +156,9 @@ class Tool:
             retry_budget: Per-tool override of the agent's retry budget.
             retry_on: Exceptions of this tool to retry as transient failures.
             idempotent: ``False``: never re-run a failed call automatically.
+            needs_approval: ``True``, or a predicate on the arguments: a human approves each
+                call first (with ``harness-tool-approval`` installed).
+            metadata: Free-form facts about the tool for plugins.
 
         Raises:
             ToolDefinitionError: The name is invalid, a parameter cannot be described, or
@@ -199,7 +210,25 @@ class Tool:
             converters=converters,
             retry_on=retry_on,
             idempotent=idempotent,
+            needs_approval=needs_approval,
+            metadata=dict(metadata) if metadata is not None else {},
         )
+
+    def requires_approval(self, arguments: Mapping[str, Any] | str) -> bool:
+        """Whether a call with ``arguments`` needs a human's approval (see :attr:`needs_approval`).
+
+        A predicate that raises, or raw (unparsed) arguments with a predicate, count as
+        needing approval: when in doubt, ask.
+        """
+        rule = self.needs_approval
+        if isinstance(rule, bool):
+            return rule
+        if isinstance(arguments, str):
+            return True
+        try:
+            return bool(rule(arguments))
+        except Exception:
+            return True
 
     @property
     def definition(self) -> ToolDefinition:

@@ -14,7 +14,7 @@ from harness.capabilities import CompactionEvent, RequestContext
 from harness.cli import cli
 from harness.core import CanonicalMessage, TextPart
 from harness.errors import CapabilityError, is_experimental, warn_experimental
-from harness.hooks import ASYNC_HOOKS, PROJECT_NAME, TRACE_ENV, PluginManager, hookimpl
+from harness.hooks import ASYNC_HOOKS, PROJECT_NAME, TRACE_ENV, WRAPPER_HOOKS, PluginManager, hookimpl
 from harness.hooks import specs as hookspecs
 from harness.tokens import TokenCounter
 
@@ -128,6 +128,10 @@ def test_hooks_json_lists_every_spec_with_kind_and_implementers(runner: CliRunne
         expected_kind = (
             "firstresult" if options["firstresult"] else "historic" if options["historic"] else "plain"
         )
+        if name in WRAPPER_HOOKS:
+            assert row["kind"] == "wrapper"
+            assert row["calling"] == "driven by harness (sync generator)"
+            continue
         assert row["kind"] == expected_kind
         assert row["calling"] == ("awaited by harness" if name in ASYNC_HOOKS else "sync (pluggy)")
         assert row["summary"] == (pyinspect.getdoc(spec) or "").splitlines()[0]
@@ -139,6 +143,7 @@ def test_hooks_json_lists_every_spec_with_kind_and_implementers(runner: CliRunne
     assert rows["before_model_request"]["signature"] == "before_model_request(ctx: RequestContext) -> None"
     assert set(rows["before_model_request"]["implementers"]) == set(INSTALLED)
     assert rows["on_tool"]["implementers"] == []
+    assert {"wrap_model_request", "wrap_tool_call", "wrap_run", "after_model_response"} <= set(rows)
 
 
 def test_hooks_table(runner: CliRunner) -> None:

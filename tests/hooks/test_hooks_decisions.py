@@ -10,6 +10,7 @@ from harness import Agent
 from harness.core.markers import PROJECT_NAME
 from harness.errors import CapabilityError, HarnessError, PluginLoadError
 from harness.hooks import ASYNC_HOOKS, DECISION_HOOKS, PluginManager, hookimpl
+from harness.hooks.middleware import WRAPPER_HOOKS
 from harness.hooks import specs as hookspecs
 from harness.models.resolve import resolve_model
 from harness.models.test import TestModel
@@ -197,5 +198,6 @@ def test_wrappers_on_decision_hooks_are_rejected(style: str, hook: str) -> None:
 
 def test_every_hook_is_dispatched_by_the_manager_one_way_or_the_other() -> None:
     spec_names = {name for name, value in vars(hookspecs).items() if hasattr(value, f"{PROJECT_NAME}_spec")}
-    assert spec_names == ASYNC_HOOKS | DECISION_HOOKS
+    assert spec_names == ASYNC_HOOKS | DECISION_HOOKS | WRAPPER_HOOKS
     assert not ASYNC_HOOKS & DECISION_HOOKS
+    assert not WRAPPER_HOOKS & (ASYNC_HOOKS | DECISION_HOOKS)

@@ -1,0 +1,397 @@
+"""Driving the middleware hooks: pluggy-style wrappers, awaited across their ``yield``.
+
+pluggy calls a new-style wrapper (``@hookimpl(wrapper=True)``) around the other
+implementations of a hook, but its dispatcher is synchronous: it cannot await the model
+or tool call between a wrapper's two halves. The manager therefore drives the wrapper
+generators itself, here, outermost first:
+
+* the wrapper runs up to its ``yield``; returning before it short-circuits the chain;
+* the rest of the chain (inner wrappers, finally the call itself) is awaited;
+* its result is sent back in at the ``yield``, or its exception thrown in there;
+* the wrapper's return value becomes the result; yielding again re-runs the rest.
+
+An exception a wrapper raises (other than the one thrown into it) becomes a
+:class:`~harness.errors.CapabilityError` naming the plugin; :data:`PASSTHROUGH`
+exceptions propagate unchanged.
+
+:class:`Middleware` is the part of :class:`~harness.hooks.manager.PluginManager` that
+offers these calls, and ``after_model_response``.
+"""
+
+from __future__ import annotations
+
+__all__ = ["PASSTHROUGH", "WRAPPER_HOOKS", "Middleware", "run_wrappers"]
+
+import contextlib
+import inspect
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from typing import TYPE_CHECKING, Any, Final, cast
+
+import pluggy
+
+from harness.core.effects import ToolOutcome, tool_content
+from harness.core.messages import CanonicalMessage
+from harness.errors import CapabilityError, RunStopped
+from harness.history.invariants import check_invariants
+from harness.hooks.dispatch import INTERRUPTS, bind, hook_failure
+from harness.hooks.tracing import Trace
+
+if TYPE_CHECKING:
+    from harness.capabilities.calls import ModelCall, ToolCall
+    from harness.capabilities.context import RequestContext
+    from harness.tools.context import RunContext
+
+WRAPPER_HOOKS: Final = frozenset({"wrap_model_request", "wrap_tool_call", "wrap_run"})
+"""Hooks whose implementations must be ``@hookimpl(wrapper=True)`` generator functions."""
+
+PASSTHROUGH: Final = (*INTERRUPTS, RunStopped)
+"""Exceptions a wrapper may raise on purpose: they propagate unchanged."""
+
+_Coerce = Callable[[str, object], Any]
+_Check = Callable[[str], None]
+
+
+def run_wrappers(
+    impls: Sequence[pluggy.HookImpl],
+    kwargs: dict[str, object],
+    hook_name: str,
+    innermost: Callable[[], Awaitable[Any]],
+    *,
+    coerce: _Coerce,
+    before_inner: _Check | None = None,
+    short_circuit: bool = True,
+    trace: Trace | None = None,
+) -> Awaitable[Any]:
+    """Run ``innermost`` wrapped by ``impls`` (outermost first) and return the chain's result.
+
+    Args:
+        impls: The wrapper implementations, outermost first.
+        kwargs: The hook's arguments; each wrapper gets the ones it names.
+        hook_name: The hook, for messages and the trace.
+        innermost: The call itself.
+        coerce: Turns a wrapper's return value into the result (``(plugin, value)``);
+            raises ``CapabilityError`` for a value it refuses.
+        before_inner: Called with the wrapper's name each time a wrapper yields, before
+            the rest of the chain runs (the invariant guard of what it changed).
+        short_circuit: Whether a wrapper may return before yielding.
+        trace: Traces each wrapper entering and leaving.
+    """
+
+    async def chain(index: int) -> Any:
+        if index == len(impls):
+            return await innermost()
+        impl = impls[index]
+        name = impl.plugin_name
+        if trace is not None:
+            trace(f"{hook_name} -> {name}")
+        generator = _start(impl, kwargs, hook_name)
+        try:
+            yielded = generator.send(None)
+        except StopIteration as stop:
+            if not short_circuit:
+                raise CapabilityError(
+                    name,
+                    f"{hook_name} wrapper returned before it yielded; it must yield once to run the call",
+                ) from None
+            if trace is not None:
+                trace(f"{hook_name} <- {name}: short-circuited")
+            return coerce(name, stop.value)
+        except PASSTHROUGH:
+            raise
+        except Exception as exc:
+            raise hook_failure(name, f"{hook_name} wrapper", exc) from exc
+        while True:
+            _check_yielded(generator, name, hook_name, yielded)
+            if before_inner is not None:
+                try:
+                    before_inner(name)
+                except CapabilityError:
+                    generator.close()
+                    raise
+            try:
+                result = await chain(index + 1)
+            except BaseException as exc:  # thrown in at the yield: the wrapper may recover
+                returned, yielded = _throw(generator, exc, name, hook_name)
+                if returned:
+                    return coerce(name, yielded)
+                continue
+            try:
+                yielded = generator.send(result)
+            except StopIteration as stop:
+                if trace is not None:
+                    trace(f"{hook_name} <- {name}")
+                return coerce(name, stop.value)
+            except PASSTHROUGH:
+                raise
+            except Exception as exc:
+                raise hook_failure(name, f"{hook_name} wrapper", exc) from exc
+
+    return chain(0)
+
+
+def _start(impl: pluggy.HookImpl, kwargs: dict[str, object], hook_name: str) -> Generator[Any, Any, Any]:
+    name = impl.plugin_name
+    try:
+        generator = bind(impl, kwargs)()
+    except PASSTHROUGH:
+        raise
+    except Exception as exc:
+        raise hook_failure(name, f"{hook_name} wrapper", exc) from exc
+    if not inspect.isgenerator(generator):
+        raise CapabilityError(
+            name,
+            f"{hook_name} wrapper returned {type(generator).__name__} instead of a generator; "
+            "a wrapper yields once to run the call (result = yield)",
+        )
+    return cast(Generator[Any, Any, Any], generator)
+
+
+def _check_yielded(generator: Generator[Any, Any, Any], name: str, hook_name: str, yielded: object) -> None:
+    if yielded is not None:
+        generator.close()
+        raise CapabilityError(
+            name,
+            f"{hook_name} wrapper yielded {type(yielded).__name__}; yield nothing (result = yield) "
+            "and return the result instead",
+        )
+
+
+def _throw(
+    generator: Generator[Any, Any, Any], exc: BaseException, name: str, hook_name: str
+) -> tuple[bool, object]:
+    """Throw ``exc`` into the wrapper: ``(True, value)`` when it returned, ``(False, yielded)`` else."""
+    if isinstance(exc, INTERRUPTS):
+        with contextlib.suppress(BaseException):  # the interrupt wins whatever the wrapper did
+            generator.throw(exc)
+        generator.close()
+        raise exc
+    try:
+        yielded = generator.throw(exc)
+    except StopIteration as stop:
+        return True, stop.value
+    except BaseException as raised:
+        if raised is exc or isinstance(raised, PASSTHROUGH):
+            raise
+        if isinstance(raised, Exception):
+            raise hook_failure(name, f"{hook_name} wrapper", raised) from raised
+        raise
+    return False, yielded
+
+
+# -- what each hook's result must be ----------------------------------------------------
+
+
+def model_response(name: str, value: object) -> CanonicalMessage:
+    """A ``wrap_model_request`` wrapper's result: a response message."""
+    if isinstance(value, CanonicalMessage) and value.kind == "response":
+        return value
+    raise CapabilityError(
+        name,
+        f"wrap_model_request wrapper returned {_describe(value)}; return the response message "
+        "(return (yield) passes the model's on)",
+    )
+
+
+def tool_outcome(name: str, value: object) -> ToolOutcome:
+    """A ``wrap_tool_call`` wrapper's result: an outcome, or JSON-ready content the model reads."""
+    if isinstance(value, ToolOutcome):
+        return value
+    if value is None:
+        raise CapabilityError(
+            name,
+            "wrap_tool_call wrapper returned None; return the result (return (yield)), "
+            "a ToolOutcome, or the content the model should read",
+        )
+    return ToolOutcome("returned", content=tool_content(value))
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, CanonicalMessage):
+        return f"a {value.kind} message"
+    return "None" if value is None else type(value).__name__
+
+
+class Middleware:
+    """The middleware calls of :class:`~harness.hooks.manager.PluginManager` (a mixin).
+
+    The manager provides ``_ordered_impls(hook)`` and ``_trace``.
+    """
+
+    def _ordered_impls(self, hook_name: str) -> list[pluggy.HookImpl]:
+        raise NotImplementedError  # pragma: no cover - provided by the manager
+
+    @property
+    def _trace(self) -> Trace | None:
+        raise NotImplementedError  # pragma: no cover - provided by the manager
+
+    def has_middleware(self, hook_name: str) -> bool:
+        """Whether any plugin implements ``hook_name`` (the run skips the machinery when not)."""
+        return bool(self._ordered_impls(hook_name))
+
+    async def wrap_model_request(
+        self,
+        ctx: RequestContext,
+        request: ModelCall,
+        send: Callable[[ModelCall], Awaitable[CanonicalMessage]],
+    ) -> CanonicalMessage:
+        """Make ``send(request)`` through every ``wrap_model_request`` wrapper.
+
+        Raises:
+            CapabilityError: A wrapper raised, returned something other than a response,
+                or changed ``request.messages`` into a request with a new invariant violation.
+        """
+        impls = self._ordered_impls("wrap_model_request")
+        if not impls:
+            return await send(request)
+        guard = _RequestGuard(request)
+
+        async def innermost() -> CanonicalMessage:
+            return await send(request)
+
+        kwargs: dict[str, object] = {"ctx": ctx, "request": request}
+        return await run_wrappers(
+            impls,
+            kwargs,
+            "wrap_model_request",
+            innermost,
+            coerce=model_response,
+            before_inner=guard.check,
+            trace=self._trace,
+        )
+
+    async def wrap_tool_call(
+        self,
+        ctx: RunContext,
+        call: ToolCall,
+        run: Callable[[ToolCall], Awaitable[ToolOutcome]],
+    ) -> ToolOutcome:
+        """Make ``run(call)`` through every ``wrap_tool_call`` wrapper.
+
+        Raises:
+            CapabilityError: A wrapper raised or returned something that is not a result.
+        """
+        impls = self._ordered_impls("wrap_tool_call")
+
+        async def innermost() -> ToolOutcome:
+            return await run(call)
+
+        if not impls:
+            return await innermost()
+        kwargs: dict[str, object] = {"ctx": ctx, "call": call}
+        return await run_wrappers(
+            impls, kwargs, "wrap_tool_call", innermost, coerce=tool_outcome, trace=self._trace
+        )
+
+    async def wrap_run(self, ctx: RunContext, run: Callable[[], Awaitable[Any]]) -> Any:
+        """Run ``run()`` inside every ``wrap_run`` wrapper; its result is never replaced.
+
+        Raises:
+            CapabilityError: A wrapper raised, or returned before it yielded.
+        """
+        impls = self._ordered_impls("wrap_run")
+        if not impls:
+            return await run()
+        outcome: dict[str, Any] = {}
+
+        async def innermost() -> Any:
+            outcome["value"] = await run()
+            return outcome["value"]
+
+        def keep(_name: str, _value: object) -> Any:
+            return outcome["value"]
+
+        kwargs: dict[str, object] = {"ctx": ctx}
+        return await run_wrappers(
+            impls, kwargs, "wrap_run", innermost, coerce=keep, short_circuit=False, trace=self._trace
+        )
+
+    async def run_after_model_response(
+        self, ctx: RequestContext, response: CanonicalMessage
+    ) -> CanonicalMessage:
+        """Pass ``response`` through every ``after_model_response`` implementation, in order.
+
+        Args:
+            ctx: The request that was sent; ``ctx.messages``, the history the response
+                will follow, is what the invariant guard checks against.
+            response: The normalised response.
+
+        Raises:
+            CapabilityError: An implementation raised, returned something other than a
+                response or ``None``, or a replacement would break the history's invariants.
+        """
+        history = ctx.messages
+        impls = self._ordered_impls("after_model_response")
+        for impl in impls:
+            name = impl.plugin_name
+            if self._trace is not None:
+                self._trace(f"after_model_response -> {name}")
+            try:
+                answer = bind(impl, {"ctx": ctx, "response": response})()
+                if inspect.isawaitable(answer):
+                    answer = await answer
+            except PASSTHROUGH:
+                raise
+            except CapabilityError:
+                raise
+            except Exception as exc:
+                raise hook_failure(
+                    name, "after_model_response", exc, " (the response was not stored)"
+                ) from exc
+            if answer is None or answer is response:
+                continue
+            replacement = model_response(name, answer) if isinstance(answer, CanonicalMessage) else None
+            if replacement is None:
+                raise CapabilityError(
+                    name,
+                    f"after_model_response returned {_describe(answer)}; return a response message or None",
+                )
+            _guard_response(name, history, response, replacement)
+            response = replacement
+        return response
+
+
+class _RequestGuard:
+    """The invariant guard of what ``wrap_model_request`` wrappers change in ``request.messages``."""
+
+    def __init__(self, request: ModelCall) -> None:
+        self.request = request
+        self.messages = request.messages
+        self.snapshot = tuple(request.messages)
+        self.baseline: set[str] | None = None
+
+    def check(self, name: str) -> None:
+        """Refuse the request ``name`` left when it has a violation the original did not."""
+        messages = self.request.messages
+        if messages is self.messages and tuple(messages) == self.snapshot:
+            return
+        if self.baseline is None:
+            self.baseline = {str(v) for v in check_invariants(list(self.snapshot))}
+        new = [v for v in check_invariants(list(messages)) if str(v) not in self.baseline]
+        if new:
+            raise CapabilityError(
+                name, f"wrap_model_request wrapper changed the request into an invalid one: {new[0]}"
+            )
+        self.messages, self.snapshot = messages, tuple(messages)
+
+
+def _guard_response(
+    name: str, history: Sequence[CanonicalMessage], before: CanonicalMessage, after: CanonicalMessage
+) -> None:
+    """Refuse a replacement response that adds an invariant violation to ``history``."""
+    tail = list(history[-1:])  # the request it answers: enough for pairing and alternation
+    old = {str(v) for v in check_invariants([*tail, before])}
+    new = [v for v in check_invariants([*tail, after]) if str(v) not in old]
+    ids = [call.tool_call_id for call in after.tool_calls]
+    if len(ids) != len(set(ids)):
+        raise CapabilityError(name, "after_model_response returned a response that uses a tool-call id twice")
+    known = {p.tool_call_id for m in history for p in m.tool_calls}
+    reused = sorted(set(ids) & known - {c.tool_call_id for c in before.tool_calls})
+    if reused:
+        raise CapabilityError(
+            name,
+            f"after_model_response returned a response reusing tool-call id {reused[0]!r} of the history",
+        )
+    if new:
+        raise CapabilityError(
+            name, f"after_model_response returned a response that breaks the history: {new[0]}"
+        )
