@@ -7,18 +7,30 @@ connection failures are retried with exponential backoff, honouring ``retry-afte
 ``retry-after`` headers. Authentication and bad-request errors are never retried and
 become typed :class:`~harness.errors.ModelError` subclasses carrying the provider's
 message.
+
+Streams (:func:`stream_with_retries`) follow the same policy until their first delta; an
+error after it is raised at once as the typed error, since what the consumer already
+received cannot be taken back. An error event inside a stream (HTTP 200) is classified by
+the error ``type`` it names (``overloaded_error``, ``rate_limit_error``, ``server_error``...).
 """
 
 from __future__ import annotations
 
-__all__ = ["ProviderErrors", "RetryPolicy", "map_error", "parse_retry_after", "send_with_retries"]
+__all__ = [
+    "ProviderErrors",
+    "RetryPolicy",
+    "map_error",
+    "parse_retry_after",
+    "send_with_retries",
+    "stream_with_retries",
+]
 
 import asyncio
 import email.utils
 import math
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import attrs
@@ -26,6 +38,7 @@ import attrs
 from harness.errors import (
     ModelAuthenticationError,
     ModelBadRequestError,
+    ModelContextLengthError,
     ModelError,
     ModelRateLimitError,
     ModelTimeoutError,
@@ -85,12 +98,16 @@ class ProviderErrors:
         status_error: The SDK's ``APIStatusError`` (has ``status_code`` and ``response``).
         timeout_error: The SDK's ``APITimeoutError``.
         connection_error: The SDK's ``APIConnectionError``.
+        stream_error: The SDK's base ``APIError``, raised for an error event inside a
+            stream that is no status error (OpenAI's SDK does so); ``None`` when the SDK
+            raises a status error for those (Anthropic's).
     """
 
     provider: str
     status_error: type[BaseException]
     timeout_error: type[BaseException]
     connection_error: type[BaseException]
+    stream_error: type[BaseException] | None = None
 
 
 def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
@@ -145,6 +162,36 @@ def _headers(exc: BaseException) -> Mapping[str, str] | None:
     return headers if isinstance(headers, Mapping) else None  # pyright: ignore[reportUnknownVariableType]
 
 
+def _error_type_name(exc: BaseException) -> str:
+    body: object = getattr(exc, "body", None)
+    if isinstance(body, Mapping):
+        mapping: Mapping[str, Any] = body  # pyright: ignore[reportUnknownVariableType]
+        error: object = mapping.get("error", mapping)
+        if isinstance(error, Mapping):
+            for key in ("type", "code"):
+                value: object = error.get(key)  # pyright: ignore[reportUnknownMemberType,reportUnknownVariableType]
+                if isinstance(value, str) and value:
+                    return value
+    return ""
+
+
+_STREAM_ERROR_TYPES: dict[str, tuple[type[ModelError], bool]] = {
+    "rate_limit_error": (ModelRateLimitError, True),
+    "rate_limit_exceeded": (ModelRateLimitError, True),
+    "overloaded_error": (ModelUnavailableError, True),
+    "api_error": (ModelUnavailableError, True),
+    "server_error": (ModelUnavailableError, True),
+    "timeout_error": (ModelTimeoutError, True),
+    "authentication_error": (ModelAuthenticationError, False),
+    "permission_error": (ModelAuthenticationError, False),
+    "invalid_api_key": (ModelAuthenticationError, False),
+    "invalid_request_error": (ModelBadRequestError, False),
+    "not_found_error": (ModelBadRequestError, False),
+    "request_too_large": (ModelBadRequestError, False),
+}
+"""Error types an error event inside a stream names (an unknown one counts as unavailable)."""
+
+
 @attrs.frozen
 class _Failure:
     error_type: type[ModelError]
@@ -154,15 +201,46 @@ class _Failure:
     retry_after: float | None
 
 
+def _stream_failure(exc: BaseException) -> _Failure:
+    error_type, retryable = _STREAM_ERROR_TYPES.get(_error_type_name(exc), (ModelUnavailableError, True))
+    return _Failure(error_type, None, _provider_message(exc), retryable, None)
+
+
+_CONTEXT_LENGTH_PHRASES = (
+    "prompt is too long",  # Anthropic: "prompt is too long: 215000 tokens > 200000 maximum"
+    "context length",  # OpenAI: "This model's maximum context length is 128000 tokens..."
+    "context window",  # "... exceeds the context window of this model"
+    "context limit",  # Anthropic: "input length and `max_tokens` exceed context limit: ..."
+)
+
+
+def _is_context_length(exc: BaseException, code: int, message: str) -> bool:
+    """Whether a 400/413 refusal says the request does not fit the model's context window."""
+    if code == 413:  # request_too_large: the request is bigger than the provider takes
+        return True
+    body: object = getattr(exc, "body", None)
+    if isinstance(body, Mapping):
+        mapping: Mapping[str, Any] = body  # pyright: ignore[reportUnknownVariableType]
+        error: object = mapping.get("error", mapping)
+        if isinstance(error, Mapping) and error.get("code") == "context_length_exceeded":  # pyright: ignore[reportUnknownMemberType]
+            return True
+    lowered = message.lower()
+    return code == 400 and any(phrase in lowered for phrase in _CONTEXT_LENGTH_PHRASES)
+
+
 def _classify(exc: BaseException, errors: ProviderErrors) -> _Failure | None:
     if isinstance(exc, errors.timeout_error):
         return _Failure(ModelTimeoutError, None, _provider_message(exc), True, None)
     if isinstance(exc, errors.connection_error):
         return _Failure(ModelUnavailableError, None, _provider_message(exc), True, None)
     if not isinstance(exc, errors.status_error):
+        if errors.stream_error is not None and isinstance(exc, errors.stream_error):
+            return _stream_failure(exc)
         return None
     status: object = getattr(exc, "status_code", None)
     code = status if isinstance(status, int) else 0
+    if 200 <= code < 300:  # an error event inside a stream the server had accepted
+        return _stream_failure(exc)
     message = _provider_message(exc)
     retry_after = parse_retry_after(_headers(exc))
     if code in (401, 403):
@@ -173,6 +251,8 @@ def _classify(exc: BaseException, errors: ProviderErrors) -> _Failure | None:
         return _Failure(ModelTimeoutError, code, message, True, retry_after)
     if code >= 500 or code in _RETRYABLE_STATUS:
         return _Failure(ModelUnavailableError, code, message, True, retry_after)
+    if _is_context_length(exc, code, message):
+        return _Failure(ModelContextLengthError, code, message, False, None)
     return _Failure(ModelBadRequestError, code, message, False, None)
 
 
@@ -223,3 +303,51 @@ async def send_with_retries(
                     attempts=attempt,
                 ) from exc
             await policy.sleep(policy.delay(attempt, failure.retry_after))
+
+
+async def stream_with_retries(
+    attempt: Callable[[], AsyncGenerator[_T]],
+    *,
+    errors: ProviderErrors,
+    policy: RetryPolicy,
+    model_name: str | None = None,
+) -> AsyncIterator[_T]:
+    """Yield what ``attempt()`` yields, opening a new attempt as ``policy`` allows.
+
+    A failure before the first item is retried as :func:`send_with_retries` retries; a
+    failure after it is raised at once (the consumer already has part of the answer).
+    Each attempt is closed when it ends, fails, or the consumer stops early.
+
+    Raises:
+        ModelError: A subclass matching the failure, chained to the SDK exception.
+    """
+    number = 0
+    while True:
+        number += 1
+        started = False
+        stream = attempt()
+        try:
+            async for item in stream:
+                started = True
+                yield item
+            return
+        except Exception as exc:
+            failure = _classify(exc, errors)
+            if failure is None:
+                raise
+            too_long = failure.retry_after is not None and failure.retry_after > policy.max_retry_after
+            if started or not failure.retryable or number > policy.max_retries or too_long:
+                message = failure.message
+                if started:
+                    message += " (the stream failed after it had started, so it was not retried)"
+                raise failure.error_type(
+                    errors.provider,
+                    message,
+                    status_code=failure.status_code,
+                    model_name=model_name,
+                    attempts=number,
+                ) from exc
+            delay = policy.delay(number, failure.retry_after)
+        finally:
+            await stream.aclose()
+        await policy.sleep(delay)

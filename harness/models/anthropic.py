@@ -25,6 +25,10 @@ consistently for calls and results, e.g. ``call~2`` -> ``call_2_<hash>``.
 ``max_tokens`` is required by the API: ``ModelSettings.max_tokens``, else the model's
 ``max_tokens`` (default :data:`DEFAULT_MAX_TOKENS`). Extended thinking is switched on through
 ``ModelSettings(extra={"thinking": {"type": "enabled", "budget_tokens": 2048}})``.
+
+Streaming (:meth:`AnthropicModel.request_stream`) reads the raw stream events
+(``create(stream=True)``) and rebuilds the Message a plain request returns (see
+:mod:`harness.models._anthropic_stream`), thinking signatures and cache usage included.
 """
 
 from __future__ import annotations
@@ -43,12 +47,13 @@ __all__ = [
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import anthropic
 import attrs
+import httpx2
 
 from harness.core.messages import (
     CanonicalMessage,
@@ -60,9 +65,18 @@ from harness.core.messages import (
     Usage,
 )
 from harness.core.model import ModelSettings, ToolDefinition
+from harness.core.streaming import ResponseDone, StreamDelta
 from harness.errors import ModelAuthenticationError
-from harness.models._mapping import ImageBase64, ImageUrl, UserItem, split_request, system_text
-from harness.models._retry import ProviderErrors, RetryPolicy, send_with_retries
+from harness.models._anthropic_stream import MessageAccumulator
+from harness.models._mapping import (
+    ImageBase64,
+    ImageUrl,
+    UserItem,
+    parse_arguments,
+    split_request,
+    system_text,
+)
+from harness.models._retry import ProviderErrors, RetryPolicy, send_with_retries, stream_with_retries
 from harness.models._sdk import SDKClientOwner, apply_extra_settings, call_options
 from harness.models.check import DEFAULT_CHECK_TIMEOUT, probe
 from harness.models.context_windows import context_window_for
@@ -279,7 +293,12 @@ def from_anthropic_message(data: Mapping[str, Any], *, model_name: str) -> Canon
                 ToolCallPart(
                     str(block.get("id")),
                     str(block.get("name", "")),
-                    arguments if isinstance(arguments, Mapping) else {},  # pyright: ignore[reportUnknownArgumentType]
+                    arguments  # pyright: ignore[reportUnknownArgumentType]
+                    if isinstance(arguments, Mapping)
+                    # a streamed input that is not a JSON object: kept raw, so the loop asks for a fix
+                    else parse_arguments(arguments)
+                    if isinstance(arguments, str)
+                    else {},
                 )
             )
         else:
@@ -478,3 +497,74 @@ class AnthropicModel(SDKClientOwner[anthropic.AsyncAnthropic]):
                 model_name=self._model_name,
             ) from exc
         return from_anthropic_message(data, model_name=self._model_name)
+
+    async def request_stream(
+        self,
+        messages: Sequence[CanonicalMessage],
+        tools: Sequence[ToolDefinition],
+        settings: ModelSettings,
+    ) -> AsyncIterator[StreamDelta]:
+        """Send the history with ``stream=True`` and yield the answer's deltas as they arrive.
+
+        Text, thinking (its signature as a :class:`~harness.core.streaming.ThinkingDelta`
+        with ``signature`` set) and tool-call input JSON come as deltas indexed by content
+        block. The last item is a :class:`~harness.core.streaming.ResponseDone` whose
+        message is the one :meth:`request` returns for the same answer. The retry policy
+        applies until the first delta; the HTTP response is closed when the consumer
+        stops early.
+
+        Raises:
+            ModelError: As :meth:`request`; a failure after the first delta (an ``error``
+                event such as ``overloaded_error``, a dropped connection, a stream that ends
+                before ``message_stop``) is raised at once, not retried.
+        """
+        body = self.request_body(messages, tools, settings)
+        client = self._get_client()
+        model = body.pop("model")
+        max_tokens = body.pop("max_tokens")
+        sent_messages = body.pop("messages")
+        body.pop("stream", None)
+        options = call_options(settings, self.timeout)
+
+        async def attempt() -> AsyncGenerator[StreamDelta]:
+            stream = await client.messages.create(
+                model=model,
+                max_tokens=max_tokens,
+                messages=sent_messages,
+                stream=True,
+                extra_body=body,
+                extra_headers=options.extra_headers,
+                extra_query=options.extra_query,
+                timeout=options.timeout,
+            )
+            events = MessageAccumulator()
+            try:
+                async for event in stream:
+                    for delta in events.feed(event.to_dict()):
+                        yield delta
+            except httpx2.TimeoutException as exc:  # the SDK lets transport errors out of a stream
+                raise anthropic.APITimeoutError(request=stream.response.request) from exc
+            except httpx2.TransportError as exc:
+                raise anthropic.APIConnectionError(request=stream.response.request) from exc
+            finally:
+                await stream.close()
+            if not events.finished:  # a connection failure as the retry policy sees one
+                raise anthropic.APIConnectionError(
+                    message="the stream ended before the response was complete (no message_stop)",
+                    request=stream.response.request,
+                )
+            yield ResponseDone(from_anthropic_message(events.message(), model_name=self._model_name))
+
+        try:
+            async for item in stream_with_retries(
+                attempt, errors=_ERRORS, policy=self.retry, model_name=self._model_name
+            ):
+                yield item
+        except (TypeError, anthropic.CredentialsError) as exc:
+            if isinstance(exc, TypeError) and "authentication" not in str(exc):
+                raise
+            raise ModelAuthenticationError(
+                PROVIDER,
+                f"{exc} (set ANTHROPIC_API_KEY or pass api_key=)",
+                model_name=self._model_name,
+            ) from exc

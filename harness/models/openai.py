@@ -26,6 +26,10 @@ Mapping back: ``content`` -> text, ``refusal`` -> text, ``reasoning_content`` /
 ``reasoning`` (DeepSeek, vLLM, Ollama, OpenRouter) -> thinking, ``tool_calls`` -> tool calls
 with ``arguments`` parsed (kept as the raw string when not a JSON object, so the loop asks
 the model to fix them), ``usage`` -> :class:`~harness.core.messages.Usage`.
+
+Streaming (:meth:`OpenAIModel.request_stream`) sends ``stream=True`` with
+``stream_options={"include_usage": true}``; the chunks are mapped to deltas and rebuilt
+into the completion a plain request returns (see :mod:`harness.models._openai_stream`).
 """
 
 from __future__ import annotations
@@ -41,14 +45,16 @@ __all__ = [
 import json
 import os
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+import attrs
 import openai
 
 from harness.core.messages import CanonicalMessage, Part, TextPart, ThoughtPart, ToolCallPart, Usage
 from harness.core.model import ModelSettings, ToolDefinition
+from harness.core.streaming import ResponseDone, StreamDelta
 from harness.errors import ModelAuthenticationError, ModelError
 from harness.models._mapping import (
     ImageUrl,
@@ -60,7 +66,8 @@ from harness.models._mapping import (
     split_request,
     system_text,
 )
-from harness.models._retry import ProviderErrors, RetryPolicy, send_with_retries
+from harness.models._openai_stream import CompletionAccumulator
+from harness.models._retry import ProviderErrors, RetryPolicy, send_with_retries, stream_with_retries
 from harness.models._sdk import SDKClientOwner, apply_extra_settings, call_options
 from harness.models.check import DEFAULT_CHECK_TIMEOUT, probe
 from harness.models.context_windows import context_window_for
@@ -70,6 +77,7 @@ _ERRORS = ProviderErrors(
     status_error=openai.APIStatusError,
     timeout_error=openai.APITimeoutError,
     connection_error=openai.APIConnectionError,
+    stream_error=openai.APIError,
 )
 
 _FINISH_REASONS = {
@@ -348,9 +356,7 @@ class OpenAIModel(SDKClientOwner[openai.AsyncOpenAI]):
             max_tokens_field = "max_completion_tokens" if self._base_url is None else "max_tokens"
         self.max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = max_tokens_field
         self.provider_name = provider_name
-        self._errors = ProviderErrors(
-            provider_name, _ERRORS.status_error, _ERRORS.timeout_error, _ERRORS.connection_error
-        )
+        self._errors = attrs.evolve(_ERRORS, provider=provider_name)
 
     @property
     def model_name(self) -> str:
@@ -450,3 +456,64 @@ class OpenAIModel(SDKClientOwner[openai.AsyncOpenAI]):
             send, errors=self._errors, policy=self.retry, model_name=self._model_name
         )
         return from_openai_completion(data, model_name=self._model_name, provider_name=self.provider_name)
+
+    async def request_stream(
+        self,
+        messages: Sequence[CanonicalMessage],
+        tools: Sequence[ToolDefinition],
+        settings: ModelSettings,
+    ) -> AsyncIterator[StreamDelta]:
+        """Send the history with ``stream=True`` and yield the answer's deltas as they arrive.
+
+        The last item is a :class:`~harness.core.streaming.ResponseDone` whose message is
+        the one :meth:`request` returns for the same answer. The retry policy applies
+        until the first delta; the HTTP response is closed when the consumer stops early.
+        ``ModelSettings.extra["stream_options"]`` is merged over ``{"include_usage": True}``
+        (set ``include_usage`` to ``False`` for a server that rejects it).
+
+        Raises:
+            ModelError: As :meth:`request`; a failure after the first delta (an error
+                event, a dropped connection, a stream that ends before its
+                ``finish_reason``) is raised at once, not retried.
+        """
+        body = self.request_body(messages, tools, settings)
+        client = self._get_client()
+        model = body.pop("model")
+        sent_messages = body.pop("messages")
+        stream_options: Any = {"include_usage": True, **as_mapping(body.pop("stream_options", None))}
+        body.pop("stream", None)
+        options = call_options(settings, self.timeout)
+
+        async def attempt() -> AsyncGenerator[StreamDelta]:
+            stream = await client.chat.completions.create(
+                model=model,
+                messages=sent_messages,
+                stream=True,
+                stream_options=stream_options,
+                extra_body=body,
+                extra_headers=options.extra_headers,
+                extra_query=options.extra_query,
+                timeout=options.timeout,
+            )
+            chunks = CompletionAccumulator()
+            try:
+                async for chunk in stream:
+                    for delta in chunks.feed(chunk.to_dict()):
+                        yield delta
+            finally:
+                await stream.close()
+            if not chunks.finished:  # a connection failure as the retry policy sees one
+                raise openai.APIConnectionError(
+                    message="the stream ended before the response was complete (no finish_reason)",
+                    request=stream.response.request,
+                )
+            yield ResponseDone(
+                from_openai_completion(
+                    chunks.completion(), model_name=self._model_name, provider_name=self.provider_name
+                )
+            )
+
+        async for item in stream_with_retries(
+            attempt, errors=self._errors, policy=self.retry, model_name=self._model_name
+        ):
+            yield item

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 __all__ = ["TEST_CONTEXT_WINDOW", "TestModel", "example_for_schema"]
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from harness.core.messages import CanonicalMessage, RetryPromptPart, ToolCallPart, ToolReturnPart
 from harness.core.model import ModelSettings, ToolDefinition
-from harness.models.function import finish_response
+from harness.core.streaming import ResponseDone, StreamDelta
+from harness.models.function import finish_response, response_deltas
 from harness.tokens import TokenCounter
 
 TEST_CONTEXT_WINDOW = 128_000
@@ -53,6 +54,9 @@ class TestModel:
     On a request whose last message holds no tool answers (a fresh user prompt), it
     calls every tool (or those named in ``call_tools``) with arguments generated from
     the tool's schema. Once the tools answered, it returns ``final_text``.
+
+    It can stream: :meth:`request_stream` yields the same answer word by word, each tool
+    call as a first delta (id and name) and fragments of its JSON arguments.
 
     Args:
         model_name: The model's name.
@@ -102,6 +106,23 @@ class TestModel:
         settings: ModelSettings,
     ) -> CanonicalMessage:
         """Call the tools on a fresh prompt, answer ``final_text`` after their results."""
+        return self._respond(messages, tools)
+
+    async def request_stream(
+        self,
+        messages: Sequence[CanonicalMessage],
+        tools: Sequence[ToolDefinition],
+        settings: ModelSettings,
+    ) -> AsyncIterator[StreamDelta]:
+        """Yield :meth:`request`'s answer as deltas, then :class:`~harness.core.streaming.ResponseDone`."""
+        response = self._respond(messages, tools)
+        for delta in response_deltas(response):
+            yield delta
+        yield ResponseDone(response)
+
+    def _respond(
+        self, messages: Sequence[CanonicalMessage], tools: Sequence[ToolDefinition]
+    ) -> CanonicalMessage:
         last = messages[-1] if messages else None
         answered = last is not None and any(
             isinstance(p, ToolReturnPart) or (isinstance(p, RetryPromptPart) and p.answers_tool_call)
