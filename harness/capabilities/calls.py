@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from harness.core.effects import ModelRequestUnit, UnitPurpose
+from harness.core.effects import ModelRequestUnit, TrackedMessages, UnitPurpose
 from harness.core.messages import CanonicalMessage, ToolCallPart
 from harness.core.model import Model, ModelSettings, ToolDefinition
 from harness.tools.tool import Tool
@@ -46,17 +46,44 @@ class ModelCall:
     answered_by: str | None = None
     notes: dict[str, Any] = attrs.field(factory=dict[str, Any])
     _unit: ModelRequestUnit = attrs.field(alias="unit", repr=False, kw_only=True)
+    _sent: TrackedMessages | None = attrs.field(default=None, init=False, repr=False)
+    _edited: bool = attrs.field(default=False, init=False, repr=False)
 
     @classmethod
     def from_unit(cls, unit: ModelRequestUnit) -> ModelCall:
-        """The call for ``unit`` (its messages copied into a list of its own)."""
-        return cls(
-            model=unit.model,
-            messages=list(unit.messages),
-            tools=list(unit.tools),
-            settings=unit.settings,
-            unit=unit,
+        """The call for ``unit``: its messages list itself when it is a :class:`TrackedMessages`.
+
+        The run's requests are (``build_outgoing`` makes one per request), so wrapping
+        costs no copy of the request; the list keeps its original on the first edit.
+        """
+        given = unit.messages
+        messages = given if isinstance(given, TrackedMessages) else TrackedMessages(given)
+        call = cls(
+            model=unit.model, messages=messages, tools=list(unit.tools), settings=unit.settings, unit=unit
         )
+        call._sent = messages
+        return call
+
+    def messages_changed(self) -> bool:
+        """Whether a wrapper replaced or edited :attr:`messages` since the last check (constant time)."""
+        sent = self._sent
+        return sent is None or self.messages is not sent or sent.changed
+
+    def mark_checked(self) -> None:
+        """Take the current :attr:`messages` as checked by the invariant guard."""
+        if not self.messages_changed():
+            return
+        self._edited = True
+        messages = self.messages
+        sent = messages if isinstance(messages, TrackedMessages) else TrackedMessages(messages)
+        sent.changed, sent.original = False, None
+        self.messages = sent
+        self._sent = sent
+
+    @property
+    def messages_edited(self) -> bool:
+        """Whether :attr:`messages` differs from the unit's, by any wrapper so far."""
+        return self._edited or self.messages_changed()
 
     @property
     def unit(self) -> ModelRequestUnit:

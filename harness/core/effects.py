@@ -41,6 +41,7 @@ __all__ = [
     "ToolCallUnit",
     "ToolOutcome",
     "ToolOutcomeKind",
+    "TrackedMessages",
     "UnitPurpose",
     "build_outgoing",
     "run_attempts",
@@ -84,17 +85,102 @@ UnitPurpose = Literal["request", "capability"]
 ToolOutcomeKind = Literal["returned", "failed", "retry", "unknown", "deferred"]
 
 
+class TrackedMessages(list[CanonicalMessage]):
+    """A list of messages that remembers whether anything changed it, and what it was before.
+
+    :func:`build_outgoing` returns one, so the run can tell in constant time whether a
+    ``wrap_model_request`` wrapper edited the request, instead of comparing the whole
+    request after every wrapper; the first edit keeps a copy of the list as it was
+    (:attr:`original`), for the invariant guard.
+
+    Attributes:
+        changed: Whether anything changed the list since it was made (or last reset).
+        original: The list before its first change (``None`` until then).
+    """
+
+    changed: bool = False
+    original: list[CanonicalMessage] | None = None
+
+    def _touch(self) -> None:
+        if not self.changed:
+            self.original = list(self)
+            self.changed = True
+
+    def before_changes(self) -> list[CanonicalMessage]:
+        """The list as it was before its first change (itself, copied, when unchanged)."""
+        return list(self.original if self.original is not None else self)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self._touch()
+        super().__setitem__(index, value)
+
+    def __delitem__(self, index: Any) -> None:
+        self._touch()
+        super().__delitem__(index)
+
+    def __iadd__(self, other: Any) -> TrackedMessages:  # pyright: ignore[reportIncompatibleMethodOverride]
+        self._touch()
+        super().__iadd__(other)
+        return self
+
+    def __imul__(self, count: Any) -> TrackedMessages:  # pyright: ignore[reportIncompatibleMethodOverride]
+        self._touch()
+        super().__imul__(count)
+        return self
+
+    def append(self, value: CanonicalMessage) -> None:
+        """``list.append``, noted as a change."""
+        self._touch()
+        super().append(value)
+
+    def extend(self, values: Any) -> None:
+        """``list.extend``, noted as a change."""
+        self._touch()
+        super().extend(values)
+
+    def insert(self, index: Any, value: CanonicalMessage) -> None:
+        """``list.insert``, noted as a change."""
+        self._touch()
+        super().insert(index, value)
+
+    def pop(self, index: Any = -1) -> CanonicalMessage:
+        """``list.pop``, noted as a change."""
+        self._touch()
+        return super().pop(index)
+
+    def remove(self, value: CanonicalMessage) -> None:
+        """``list.remove``, noted as a change."""
+        self._touch()
+        super().remove(value)
+
+    def clear(self) -> None:
+        """``list.clear``, noted as a change."""
+        self._touch()
+        super().clear()
+
+    def sort(self, *args: Any, **kwargs: Any) -> None:
+        """``list.sort``, noted as a change."""
+        self._touch()
+        super().sort(*args, **kwargs)
+
+    def reverse(self) -> None:
+        """``list.reverse``, noted as a change."""
+        self._touch()
+        super().reverse()
+
+
 def build_outgoing(
     history: Sequence[CanonicalMessage],
     system: Sequence[SystemPromptPart],
     request_scoped: Sequence[Part],
-) -> list[CanonicalMessage]:
+) -> TrackedMessages:
     """Return the message list to send: system parts up front, request-scoped parts last.
 
     Only the first and the last message are rebuilt; every other message is the same
-    object as in ``history`` (one O(n) list copy of references).
+    object as in ``history`` (one O(n) list copy of references). The list is a
+    :class:`TrackedMessages`, so a wrapper's edits of it are noticed at no cost.
     """
-    out = list(history)
+    out = TrackedMessages(history)
     if system:
         if out and out[0].kind == "request":
             out[0] = out[0].replace(parts=(*system, *out[0].parts))

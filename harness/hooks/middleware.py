@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import pluggy
 
-from harness.core.effects import ToolOutcome, tool_content
+from harness.core.effects import ToolOutcome, TrackedMessages, tool_content
 from harness.core.messages import CanonicalMessage
 from harness.errors import CapabilityError, RunStopped
 from harness.history.invariants import check_invariants
@@ -351,27 +351,33 @@ class Middleware:
 
 
 class _RequestGuard:
-    """The invariant guard of what ``wrap_model_request`` wrappers change in ``request.messages``."""
+    """The invariant guard of what ``wrap_model_request`` wrappers change in ``request.messages``.
+
+    Whether a wrapper changed anything is known in constant time
+    (:meth:`~harness.capabilities.calls.ModelCall.messages_changed`); the request is
+    checked only then.
+    """
 
     def __init__(self, request: ModelCall) -> None:
         self.request = request
-        self.messages = request.messages
-        self.snapshot = tuple(request.messages)
+        self.original = request.messages
         self.baseline: set[str] | None = None
 
     def check(self, name: str) -> None:
         """Refuse the request ``name`` left when it has a violation the original did not."""
-        messages = self.request.messages
-        if messages is self.messages and tuple(messages) == self.snapshot:
+        request = self.request
+        if not request.messages_changed():
             return
         if self.baseline is None:
-            self.baseline = {str(v) for v in check_invariants(list(self.snapshot))}
-        new = [v for v in check_invariants(list(messages)) if str(v) not in self.baseline]
+            before = self.original
+            original = before.before_changes() if isinstance(before, TrackedMessages) else list(before)
+            self.baseline = {str(v) for v in check_invariants(original)}
+        new = [v for v in check_invariants(list(request.messages)) if str(v) not in self.baseline]
         if new:
             raise CapabilityError(
                 name, f"wrap_model_request wrapper changed the request into an invalid one: {new[0]}"
             )
-        self.messages, self.snapshot = messages, tuple(messages)
+        request.mark_checked()
 
 
 def _guard_response(

@@ -72,7 +72,9 @@ async def test_a_wrapper_short_circuits_a_tool_call_and_the_model_reads_its_resu
             return (yield)
 
     agent = make_agent(
-        Policy(), ToolCallPart("c1", "delete_everything", {"target": "/"}), ToolCallPart("c2", "echo", {"text": "hi"})
+        Policy(),
+        ToolCallPart("c1", "delete_everything", {"target": "/"}),
+        ToolCallPart("c2", "echo", {"text": "hi"}),
     )
     result = await agent.run("go")
     assert ran == ["echo:hi"]
@@ -107,7 +109,8 @@ async def test_edited_arguments_are_validated_like_the_models() -> None:
     ).run("go")
     assert ran == ["echo:ok"]
     retries = [p for m in result.all_messages for p in m.parts if type(p).__name__ == "RetryPromptPart"]
-    assert retries and "text" in str(retries[0].content)
+    assert retries
+    assert "text" in str(retries[0].content)
 
 
 async def test_wrappers_run_outermost_first_in_registration_order() -> None:
@@ -127,7 +130,9 @@ async def test_wrappers_run_outermost_first_in_registration_order() -> None:
     pm = PluginManager()
     pm.register(Named("outer"), name="outer")
     pm.register(Named("inner"), name="inner")
-    agent = Agent(calls_then_answer(ToolCallPart("c1", "echo", {"text": "x"})), tools=[echo], plugin_manager=pm)
+    agent = Agent(
+        calls_then_answer(ToolCallPart("c1", "echo", {"text": "x"})), tools=[echo], plugin_manager=pm
+    )
     await agent.run("go")
     assert order == ["outer before", "inner before", "inner after", "outer after"]
 
@@ -202,11 +207,15 @@ async def test_a_model_wrapper_falls_back_by_yielding_again() -> None:
     def failing(messages: list[CanonicalMessage], info: FunctionInfo) -> CanonicalMessage:
         raise ModelRateLimitError("fake", "slow down", status_code=429)
 
-    backup = FunctionModel(lambda m, i: CanonicalMessage.response(TextPart("from backup")), model_name="backup")
+    backup = FunctionModel(
+        lambda m, i: CanonicalMessage.response(TextPart("from backup")), model_name="backup"
+    )
 
     class Fallback:
         @hookimpl(wrapper=True)
-        def wrap_model_request(self, request: ModelCall) -> Generator[None, CanonicalMessage, CanonicalMessage]:
+        def wrap_model_request(
+            self, request: ModelCall
+        ) -> Generator[None, CanonicalMessage, CanonicalMessage]:
             try:
                 return (yield)
             except ModelRateLimitError:
@@ -217,7 +226,9 @@ async def test_a_model_wrapper_falls_back_by_yielding_again() -> None:
 
     class Spy:
         @hookimpl(wrapper=True)
-        def wrap_model_request(self, request: ModelCall) -> Generator[None, CanonicalMessage, CanonicalMessage]:
+        def wrap_model_request(
+            self, request: ModelCall
+        ) -> Generator[None, CanonicalMessage, CanonicalMessage]:
             response = yield
             seen.append(request)
             return response
@@ -240,7 +251,9 @@ async def test_a_model_wrapper_short_circuits_like_a_cache() -> None:
 
     class Cache:
         @hookimpl(wrapper=True)
-        def wrap_model_request(self, request: ModelCall) -> Generator[None, CanonicalMessage, CanonicalMessage]:
+        def wrap_model_request(
+            self, request: ModelCall
+        ) -> Generator[None, CanonicalMessage, CanonicalMessage]:
             return CanonicalMessage.response(TextPart("cached"))
             yield  # pragma: no cover
 
@@ -260,8 +273,13 @@ async def test_a_model_wrapper_that_breaks_the_request_is_refused_and_nothing_is
 
     class Breaker:
         @hookimpl(wrapper=True)
-        def wrap_model_request(self, request: ModelCall) -> Generator[None, CanonicalMessage, CanonicalMessage]:
-            request.messages = [*request.messages, CanonicalMessage.request(ToolReturnPart("ghost", "echo", "x"))]
+        def wrap_model_request(
+            self, request: ModelCall
+        ) -> Generator[None, CanonicalMessage, CanonicalMessage]:
+            request.messages = [
+                *request.messages,
+                CanonicalMessage.request(ToolReturnPart("ghost", "echo", "x")),
+            ]
             return (yield)
 
     pm = PluginManager()
@@ -281,7 +299,9 @@ async def test_a_model_wrapper_changes_what_is_sent_but_not_what_is_stored() -> 
 
     class Redact:
         @hookimpl(wrapper=True)
-        def wrap_model_request(self, request: ModelCall) -> Generator[None, CanonicalMessage, CanonicalMessage]:
+        def wrap_model_request(
+            self, request: ModelCall
+        ) -> Generator[None, CanonicalMessage, CanonicalMessage]:
             last = request.messages[-1]
             request.messages[-1] = CanonicalMessage.user("[redacted]")
             del last
@@ -305,7 +325,9 @@ async def test_after_model_response_edits_the_stored_response_and_is_guarded() -
 
     pm = PluginManager()
     pm.register(Redactor())
-    agent = Agent(FunctionModel(lambda m, i: CanonicalMessage.response(TextPart("the secret"))), plugin_manager=pm)
+    agent = Agent(
+        FunctionModel(lambda m, i: CanonicalMessage.response(TextPart("the secret"))), plugin_manager=pm
+    )
     result = await agent.run("hi")
     assert result.output == "the ******"
 
@@ -368,3 +390,37 @@ async def test_wrap_run_cannot_short_circuit() -> None:
     agent = Agent(FunctionModel(lambda m, i: CanonicalMessage.response(TextPart("ok"))), plugin_manager=pm)
     with pytest.raises(CapabilityError, match="returned before it yielded"):
         await agent.run("hi")
+
+
+@pytest.mark.parametrize("how", ["assign", "append", "setitem", "iadd", "insert"])
+async def test_every_way_of_editing_the_request_is_guarded(how: str) -> None:
+    sent: list[int] = []
+
+    def model(messages: list[CanonicalMessage], info: FunctionInfo) -> CanonicalMessage:
+        sent.append(1)
+        return CanonicalMessage.response(TextPart("x"))
+
+    orphan = CanonicalMessage.request(ToolReturnPart("ghost", "echo", "x"))
+
+    class Breaker:
+        @hookimpl(wrapper=True)
+        def wrap_model_request(
+            self, request: ModelCall
+        ) -> Generator[None, CanonicalMessage, CanonicalMessage]:
+            if how == "assign":
+                request.messages = [*request.messages, orphan]
+            elif how == "append":
+                request.messages.append(orphan)
+            elif how == "setitem":
+                request.messages[-1] = orphan
+            elif how == "iadd":
+                request.messages += [orphan]
+            else:
+                request.messages.insert(0, orphan)
+            return (yield)
+
+    pm = PluginManager()
+    pm.register(Breaker())
+    with pytest.raises(CapabilityError, match="invalid"):
+        await Agent(FunctionModel(model), plugin_manager=pm).run("hi")
+    assert sent == []

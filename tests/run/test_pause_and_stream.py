@@ -130,7 +130,8 @@ async def test_run_stream_yields_the_events_in_order_and_the_same_result() -> No
     assert "ToolCallReady" in kinds
     assert stream.result.status == "awaiting_approval"
 
-    async with agent.run_stream(None, session=stream.result.session, approvals={"m1": "yes", "m2": "yes"}) as s2:
+    approvals = {"m1": "yes", "m2": "yes"}
+    async with agent.run_stream(None, session=stream.result.session, approvals=approvals) as s2:
         events = [event async for event in s2]
     results = [e for e in events if isinstance(e, ev.ToolResult)]
     assert [r.tool_call_id for r in results] == ["m1", "m2"]
@@ -175,8 +176,12 @@ async def test_leaving_the_block_early_aborts_and_keeps_the_partial_text(tmp_pat
 async def test_abort_inside_the_block_raises_user_abort_from_the_iteration() -> None:
     started = asyncio.Event()
     agent = Agent(slow_stream_model(started))
-    with pytest.raises(UserAbort):
+
+    async def consume() -> None:
         async with agent.run_stream("hi") as stream:
             async for event in stream:
                 if isinstance(event, TextDelta) and event.text == "answer":
                     stream.abort()
+
+    with pytest.raises(UserAbort):
+        await consume()
