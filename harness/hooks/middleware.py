@@ -20,7 +20,7 @@ offers these calls, and ``after_model_response``.
 
 from __future__ import annotations
 
-__all__ = ["PASSTHROUGH", "WRAPPER_HOOKS", "Middleware", "run_wrappers"]
+__all__ = ["DEFERRED_BY", "PASSTHROUGH", "WRAPPER_HOOKS", "Middleware", "run_wrappers"]
 
 import contextlib
 import inspect
@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 
 WRAPPER_HOOKS: Final = frozenset({"wrap_model_request", "wrap_tool_call", "wrap_run"})
 """Hooks whose implementations must be ``@hookimpl(wrapper=True)`` generator functions."""
+
+DEFERRED_BY: Final = "deferred_by"
+"""Key of ``call.notes`` naming the wrapper (its plugin) that held a call back."""
 
 PASSTHROUGH: Final = (*INTERRUPTS, RunStopped)
 """Exceptions a wrapper may raise on purpose: they propagate unchanged."""
@@ -277,9 +280,16 @@ class Middleware:
 
         if not impls:
             return await innermost()
+
+        def coerce(name: str, value: object) -> ToolOutcome:
+            outcome = tool_outcome(name, value)
+            if outcome.kind == "deferred":
+                call.notes.setdefault(DEFERRED_BY, name)  # the innermost wrapper that held it back
+            return outcome
+
         kwargs: dict[str, object] = {"ctx": ctx, "call": call}
         return await run_wrappers(
-            impls, kwargs, "wrap_tool_call", innermost, coerce=tool_outcome, trace=self._trace
+            impls, kwargs, "wrap_tool_call", innermost, coerce=coerce, trace=self._trace
         )
 
     async def wrap_run(self, ctx: RunContext, run: Callable[[], Awaitable[Any]]) -> Any:

@@ -11,9 +11,16 @@ answer before any request is sent. A placeholder is never sent to a model.
 
 from __future__ import annotations
 
-__all__ = ["check_approvals", "held_calls", "is_placeholder", "replace_answers", "unknown_approvals"]
+__all__ = [
+    "check_approvals",
+    "held_calls",
+    "holders",
+    "is_placeholder",
+    "replace_answers",
+    "unknown_approvals",
+]
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from harness.core.messages import CanonicalMessage, Part, ToolCallPart, ToolReturnPart, harness_mark
 from harness.errors import ApprovalError, ApprovalPendingError
@@ -60,14 +67,48 @@ def replace_answers(message: CanonicalMessage, answers: Mapping[str, Part]) -> C
     return message.replace(parts=parts)
 
 
-def check_approvals(session: Session, prompt: str | None, approvals: Mapping[str, object]) -> None:
-    """Refuse a run that would step over held calls, or decide calls that are not held.
+def holders(history: Sequence[CanonicalMessage]) -> dict[str, str | None]:
+    """The plugin that held back each call of the last request, by call id (``None``: not recorded)."""
+    if not history:
+        return {}
+    found: dict[str, str | None] = {}
+    for part in history[-1].parts:
+        if is_placeholder(part) and isinstance(part, ToolReturnPart):
+            mark = harness_mark(part) or {}
+            holder = mark.get("deferred_by")
+            found[part.tool_call_id] = holder if isinstance(holder, str) else None
+    return found
+
+
+def check_approvals(
+    session: Session,
+    prompt: str | None,
+    approvals: Mapping[str, object],
+    registered: Callable[[str], bool] | None = None,
+) -> None:
+    """Refuse a run that would step over held calls, decide calls that are not held, or run them unguarded.
+
+    Args:
+        session: The session the run continues.
+        prompt: The run's prompt (``None`` to resume).
+        approvals: The decisions given, by call id.
+        registered: Whether a plugin of that name is registered: the plugin that held a
+            call back must be there to read its decision, or a rejected call would run.
 
     Raises:
         ApprovalPendingError: ``prompt`` is given while calls of ``session`` wait for approval.
-        ApprovalError: ``approvals`` name a call that is not waiting.
+        ApprovalError: ``approvals`` name a call that is not waiting, or the plugin that
+            held a call back is not registered.
     """
     held = held_calls(session.messages)
+    if held and registered is not None:
+        for call_id, holder in holders(session.messages).items():
+            if holder and not registered(holder):
+                raise ApprovalError(
+                    f"tool call {call_id!r} of session {session.session_id} was held back by plugin "
+                    f"{holder!r}, which this agent does not have: without it the decision would not be "
+                    "applied (a rejected call would run); register it (harness-tool-approval) to resume"
+                )
     if held and prompt is not None:
         ids = [call.tool_call_id for call in held]
         raise ApprovalPendingError(

@@ -43,6 +43,7 @@ from harness.core.messages import (
 )
 from harness.errors import MessageError, ToolArgumentsError, UserAbort
 from harness.hooks.manager import PluginManager
+from harness.hooks.middleware import DEFERRED_BY
 from harness.run.events import EventSink, RetryPrompt, ToolResult
 from harness.run.recovery import ABORTED_TOOL_CONTENT
 from harness.run.resume import OUTCOME_UNKNOWN_CONTENT
@@ -123,6 +124,8 @@ class ToolExecutor:
         self.pm = plugin_manager
         self.decisions: Mapping[str, object] = decisions or {}
         self.events = events
+        self.deferred_by: dict[str, str] = {}
+        """The plugin that held each deferred call back, by call id."""
         self.deferred: list[ToolCallPart] = []
         """Calls of the current batch a wrapper held back (``"deferred"``), in the order they settled."""
         self.effects: Effects = effects if effects is not None else InProcessEffects()
@@ -246,6 +249,8 @@ class ToolExecutor:
                 return await self._call(call, tool, wrapped.args)
 
             outcome = await self.pm.wrap_tool_call(ctx, request, innermost)
+            if outcome.kind == "deferred":
+                self.deferred_by[call.tool_call_id] = str(request.notes.get(DEFERRED_BY, ""))
         await self._settle(call, tool, outcome)
 
     async def _call(self, call: ToolCallPart, tool: Tool | None, raw_args: Any) -> ToolOutcome:
@@ -317,6 +322,7 @@ class ToolExecutor:
                 ),
                 awaiting_approval=True,
                 reason=reason,
+                deferred_by=self.deferred_by.get(call.tool_call_id) or None,
             )
             self.deferred.append(call)
             await self._finish(call, part, registry.defer(call.tool_call_id, reason))

@@ -218,7 +218,7 @@ class RequestOrchestrator:
                 f"session {self.session.session_id} is already used by a run in progress; "
                 "runs on one session must not overlap"
             )
-        check_approvals(self.session, self.ctx.prompt, self.approvals)
+        check_approvals(self.session, self.ctx.prompt, self.approvals, self.pm.pluggy_manager.has_plugin)
         if self.pm.has_middleware("wrap_run"):
             return cast(RunOutcome, await self.pm.wrap_run(self.ctx, self._run))
         return await self._run()
@@ -307,17 +307,22 @@ class RequestOrchestrator:
         self.ctx.messages = list(self.session.messages)
 
     async def _resume_approvals(self) -> bool:
-        """Answer the calls a paused run held back; ``True`` when some are still held (the run pauses)."""
+        """Answer the calls a paused run held back; ``True`` when some are still held (the run pauses).
+
+        A call that finished keeps its answer even when another call of the batch stops the
+        run (a wrapper raising), so a resumed call never runs twice.
+        """
         held = held_calls(self.session.messages)
         if not held:
             return False
         self.ctx.messages = list(self.session.messages)
-        self._batch = held
-        results = await self.executor.run_batch(held)
-        self._batch = None
-        answers = {call.tool_call_id: part for call, part in zip(held, results.parts, strict=True)}
-        self.history[-1] = replace_answers(self.history[-1], answers)
-        self.writer.step(self.thoughts, self.session.current_model)
+        try:
+            await self.executor.run_batch(held)
+        finally:
+            # Finished answers (and fresh placeholders) replace the old placeholders; a call
+            # that did not finish stays held.
+            self.history[-1] = replace_answers(self.history[-1], self.executor.results)
+            self.writer.step(self.thoughts, self.session.current_model)
         return self._pause_if_deferred()
 
     def _pause_if_deferred(self) -> bool:

@@ -13,7 +13,7 @@ from harness import Agent, CanonicalMessage, TextPart, ToolCallPart, ToolReturnP
 from harness.capabilities.calls import ToolCall
 from harness.core.effects import ToolOutcome
 from harness.core.streaming import TextDelta
-from harness.errors import ApprovalError, ApprovalPendingError, UserAbort
+from harness.errors import ApprovalError, ApprovalPendingError, CapabilityError, UserAbort
 from harness.history import check_invariants
 from harness.hooks import PluginManager, hookimpl
 from harness.models.function import FunctionInfo, FunctionModel
@@ -185,3 +185,37 @@ async def test_abort_inside_the_block_raises_user_abort_from_the_iteration() -> 
 
     with pytest.raises(UserAbort):
         await consume()
+
+
+async def test_resuming_without_the_plugin_that_held_the_calls_is_refused() -> None:
+    sent: list[list[CanonicalMessage]] = []
+    paused = await mail_agent(sent).run("mail them")
+    bare = Agent(mail_model(sent), tools=[send_mail])
+    with pytest.raises(ApprovalError, match="HoldMail"):
+        await bare.run(None, session=paused.session, approvals={"m1": "no", "m2": "no"})
+    assert ran == []
+    assert sum(is_placeholder(p) for p in paused.session.messages[-1].parts) == 2
+
+
+async def test_a_failure_while_resuming_keeps_the_answers_of_calls_that_ran() -> None:
+    class Picky(HoldMail):
+        @hookimpl(wrapper=True)
+        def wrap_tool_call(self, call: ToolCall) -> Generator[None, ToolOutcome, object]:
+            if call.decision == "boom":
+                raise ApprovalError("bad decision")
+            return (yield from HoldMail.wrap_tool_call(self, call))
+
+    sent: list[list[CanonicalMessage]] = []
+    pm = PluginManager()
+    pm.register(Picky(), name="HoldMail")
+    agent = Agent(mail_model(sent), tools=[send_mail], plugin_manager=pm, max_parallel_tools=1)
+    paused = await agent.run("mail them")
+    with pytest.raises(CapabilityError, match="bad decision"):
+        await agent.run(None, session=paused.session, approvals={"m1": "yes", "m2": "boom"})
+    assert ran == ["ann"]
+    assert check_invariants(paused.session.messages) == []
+    held = [p.tool_call_id for p in paused.session.messages[-1].parts if is_placeholder(p)]
+    assert held == ["m2"]
+    done = await agent.run(None, session=paused.session, approvals={"m2": "yes"})
+    assert ran == ["ann", "bob"]
+    assert done.output == "sent to ann / sent to bob"
