@@ -12,6 +12,7 @@ __all__ = ["run"]
 
 import asyncio
 import importlib
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import click
 from harness.capabilities.context import CompactionEvent, RequestContext
 from harness.cli._app import cli, console, escaped, resolve_cli_stack, stack_option
 from harness.cli._json import echo_json, edit_count, event_json
+from harness.cli.approval import ApprovalDriver, ApprovalSetup, approval_options, prepare_approval
 from harness.cli.sessions.files import session_file
 from harness.cli.sessions.options import (
     check_session_name,
@@ -177,6 +179,7 @@ def _open_session(name: str | None, resume: str | None, store: SessionStore, roo
     help="Keep asking for prompts (the default without PROMPT on a terminal).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (not with --interactive).")
+@approval_options
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -193,6 +196,11 @@ def run(
     budget: int | None,
     interactive: bool,
     as_json: bool,
+    require_approval: tuple[str, ...],
+    approve: tuple[str, ...],
+    reject: tuple[str, ...],
+    edit: tuple[str, ...],
+    no_input: bool,
 ) -> None:
     """Run the example coding agent on PROMPT, or interactively, in a saved session.
 
@@ -205,6 +213,12 @@ def run(
     runs; continue later with --resume ID, also after a crash. Type exit or press Ctrl-D
     to leave the interactive mode.
 
+    With harness-tool-approval installed, calls of the tools named by --require-approval
+    (and of tools marked needs_approval) pause the run: on a terminal the command asks to
+    approve, reject or edit each one, then resumes; otherwise (or with --no-input) the
+    run stays paused in the session and the command prints how to resume it with
+    --approve, --reject or --edit.
+
     \b
     Examples:
       harness run "What does this project do?"
@@ -213,6 +227,8 @@ def run(
       harness run --resume review "And the tests?"
       harness run --store sqlite:///team.db --session review "Where is the config parsed?"
       echo "Summarise README.md" | harness run --json
+      harness run --require-approval run_shell "Count the lines of app.py"
+      harness run --resume review --approve scripted_3 --reject scripted_4="not now"
     """  # noqa: D301 - click needs the \b marker
     from harness.cli.demo.runner import load_coding_agent
     from harness.config.stacks import default_stack_spec
@@ -236,8 +252,9 @@ def run(
             interactive = True
         else:
             prompt = sys.stdin.read().strip() or None
+            deciding = bool(approve or reject or edit)
             if prompt is None:
-                if resume is None:
+                if resume is None and not (deciding and session_name is not None):
                     raise click.UsageError("give a PROMPT (argument or standard input), or use --interactive")
                 continue_only = True
 
@@ -252,6 +269,15 @@ def run(
         raise click.UsageError(
             f"the context window of {model.model_name!r} is unknown; pass --budget TOKENS for the stack"
         )
+    approval = prepare_approval(
+        manager,
+        capabilities,
+        require=require_approval,
+        approve=approve,
+        reject=reject,
+        edit=edit,
+        ask=not (no_input or as_json) and (interactive or sys.stdin.isatty()),
+    )
     # Before any session exists: a missing key or an unreachable server fails here, writing nothing.
     asyncio.run(check_model(model))
     with opened_store(url) as opened:
@@ -268,7 +294,21 @@ def run(
             as_json=as_json,
             resumed=resume is not None,
             continue_only=continue_only,
+            approval=approval,
+            repeat=_repeated_options(root, store, session_dir),
         )
+
+
+def _repeated_options(root: Path, store: str | None, session_dir: Path | None) -> str:
+    """The options a printed resume command must repeat: ``--root``, ``--store`` or ``--session-dir``."""
+    options: list[str] = []
+    if root.resolve() != Path.cwd().resolve():
+        options.append(f"--root {shlex.quote(str(root))}")
+    if store:
+        options.append(f"--store {shlex.quote(store)}")
+    if session_dir is not None:
+        options.append(f"--session-dir {shlex.quote(str(session_dir))}")
+    return " ".join(options)
 
 
 def _run_turns(
@@ -285,13 +325,16 @@ def _run_turns(
     as_json: bool,
     resumed: bool = False,
     continue_only: bool = False,
+    approval: ApprovalSetup | None = None,
+    repeat: str = "",
 ) -> None:
     """Run the prompt and the interactive turns in ``session``, then print the result.
 
     A resumed session whose last run stopped before its answer (a crash, a failed
     request: the view ends with a request, or with tool calls not yet answered) is
     continued first when no prompt was given: completed tool calls are reused from the
-    ledger, never run again.
+    ledger, never run again. A session paused for approval is resumed first, with the
+    decisions given (see :mod:`harness.cli.approval`), before the prompt runs.
     """
     from harness.cli.demo.runner import use_structural_digest
 
@@ -303,14 +346,27 @@ def _run_turns(
     out = console()
 
     turns: list[dict[str, Any]] = []
+    approvals = ApprovalDriver(
+        approval or ApprovalSetup(None, {}, False),
+        session,
+        store.url,
+        quiet=as_json,
+        options=repeat,
+    )
 
-    def turn(text: str | None) -> None:
+    def resume(decisions: Any) -> Any:
+        return asyncio.run(agent.run(None, session=session, approvals=decisions))
+
+    def turn(text: str | None, decisions: Any = None) -> None:
         fresh = session.revision == 0
         try:
-            result = asyncio.run(agent.run(text, session=session))
+            runs = approvals.settle(
+                asyncio.run(agent.run(text, session=session, approvals=decisions)), resume
+            )
         except BaseException:
             _after_failed_turn(session, store, fresh=fresh)
             raise
+        result = runs[-1]
         # The run checkpoints a stored session after every step; this writes what is left
         # (everything, for a loop that only hands its history back when the run ends) and
         # is a no-op when nothing changed since the run's last checkpoint.
@@ -319,14 +375,16 @@ def _run_turns(
             {
                 "prompt": text,
                 "output": result.output,
-                "requests": result.iterations,
-                "input_tokens": result.usage.request_tokens,
-                "output_tokens": result.usage.response_tokens,
+                "requests": sum(r.iterations for r in runs),
+                "input_tokens": sum(r.usage.request_tokens for r in runs),
+                "output_tokens": sum(r.usage.response_tokens for r in runs),
+                "status": result.status,
             }
         )
-        if not as_json:
+        if not as_json and result.status == "completed":
             out.print(f"[bold]{escaped(model.model_name)}:[/bold] {escaped(result.output or '(no text)')}")
 
+    approvals.check_decisions()
     unfinished = _interrupted(session)
     if continue_only and not unfinished:
         raise click.UsageError(
@@ -342,7 +400,14 @@ def _run_turns(
             f"[dim]{action} session {escaped(session.session_id)} · model {escaped(model.model_name)} · "
             f"root {escaped(root.resolve())} · {escaped(store.url)}[/dim]"
         )
-    if prompt is None and resumed and unfinished:
+    if approvals.pending():  # paused for approval: resume with the decisions first
+        if approvals.setup.decisions or approvals.setup.ask:
+            turn(None, approvals.setup.decisions)
+        else:
+            approvals.explain()
+        if approvals.pending() and prompt is not None:
+            raise approvals.blocked()
+    elif prompt is None and resumed and unfinished:
         turn(None)
     if prompt is not None:
         turn(prompt)
@@ -357,7 +422,11 @@ def _run_turns(
             text = line.strip()
             if text.lower() in _EXIT_WORDS:
                 break
-            if text:
+            if text and approvals.pending():
+                turn(None)  # asks again for the calls left for later
+            if text and approvals.pending():
+                out.print(f"[yellow]{escaped(approvals.blocked())}[/yellow]")
+            elif text:
                 turn(text)
     written = session.revision > 0  # the first checkpoint created the session
     path = session_file(store, session.session_id) if written else None
@@ -374,6 +443,16 @@ def _run_turns(
                 "compaction_events": [event_json(event) for event in printer.events],
                 "turns": turns,
                 "output": turns[-1]["output"] if turns else None,
+                "status": "awaiting_approval" if approvals.pending() else "completed",
+                "pending_approvals": [
+                    {
+                        "tool_call_id": p.call.tool_call_id,
+                        "tool_name": p.call.tool_name,
+                        "args": p.call.args_as_dict(),
+                        "reason": p.reason,
+                    }
+                    for p in approvals.pending()
+                ],
             }
         )
     elif not written:

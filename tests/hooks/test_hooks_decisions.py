@@ -10,8 +10,8 @@ from harness import Agent
 from harness.core.markers import PROJECT_NAME
 from harness.errors import CapabilityError, HarnessError, PluginLoadError
 from harness.hooks import ASYNC_HOOKS, DECISION_HOOKS, PluginManager, hookimpl
-from harness.hooks.middleware import WRAPPER_HOOKS
 from harness.hooks import specs as hookspecs
+from harness.hooks.middleware import WRAPPER_HOOKS
 from harness.models.resolve import resolve_model
 from harness.models.test import TestModel
 
