@@ -18,4 +18,6 @@ The protocol every model implements, :class:`harness.core.Model`, lives in the c
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from harness.models.resolve import resolve_model
+
+__all__ = ["resolve_model"]

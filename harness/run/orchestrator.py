@@ -356,7 +356,6 @@ class RequestOrchestrator:
                 raise MaxIterationsExceeded(self.settings.max_iterations)
             state.current_iteration = state.iteration_count = state.current_iteration + 1
             ctx, outgoing = await self._send_prepare()
-            self._request_ctx = ctx
             log_request(
                 self.ctx.request_id, state.current_iteration, len(outgoing.messages), self.model.model_name
             )
@@ -385,6 +384,7 @@ class RequestOrchestrator:
             model_requester=self._capability_request,
         )
         ctx.on_event = compaction_reporter(self.ctx.request_id, self.events)
+        self._request_ctx = ctx  # a capability's own model call (ctx.request_model) is wrapped with it
         before = len(self.history)
         snapshot = list(self.history) if self.session.store is not None else None
         try:
