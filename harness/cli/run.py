@@ -31,6 +31,7 @@ from harness.cli.sessions.options import (
     store_options,
     store_url_for,
 )
+from harness.cli.streaming import stream_run
 from harness.core.markers import hookimpl
 from harness.core.nodes import CallToolsNode, Node
 from harness.errors import SessionNotFoundError
@@ -354,15 +355,23 @@ def _run_turns(
         options=repeat,
     )
 
+    streamed = {"printed": False}
+
+    def one_run(text: str | None, decisions: Any) -> Any:
+        if as_json:
+            return asyncio.run(agent.run(text, session=session, approvals=decisions))
+        run = asyncio.run(stream_run(agent, text, session, decisions, label=escaped(model.model_name)))
+        streamed["printed"] = streamed["printed"] or run.printed
+        return run.result
+
     def resume(decisions: Any) -> Any:
-        return asyncio.run(agent.run(None, session=session, approvals=decisions))
+        return one_run(None, decisions)
 
     def turn(text: str | None, decisions: Any = None) -> None:
         fresh = session.revision == 0
+        streamed["printed"] = False
         try:
-            runs = approvals.settle(
-                asyncio.run(agent.run(text, session=session, approvals=decisions)), resume
-            )
+            runs = approvals.settle(one_run(text, decisions), resume)
         except BaseException:
             _after_failed_turn(session, store, fresh=fresh)
             raise
@@ -381,7 +390,7 @@ def _run_turns(
                 "status": result.status,
             }
         )
-        if not as_json and result.status == "completed":
+        if not as_json and result.status == "completed" and not streamed["printed"]:
             out.print(f"[bold]{escaped(model.model_name)}:[/bold] {escaped(result.output or '(no text)')}")
 
     approvals.check_decisions()

@@ -35,8 +35,25 @@ def chat_completion(text: str) -> dict[str, Any]:
     }
 
 
+def completion_chunks(completion: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``chat.completion.chunk`` events streaming ``completion`` (``stream=True``), as sent by the API."""
+    choice = completion["choices"][0]
+    message = choice["message"]
+    base = {k: completion[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
+    return [
+        base | {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        base | {"choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
+        *([base | {"choices": [], "usage": completion["usage"]}] if "usage" in completion else []),
+    ]
+
+
 class OpenAIServer:
     """Answers the model list and chat completions with the configured statuses.
+
+    A request with ``"stream": true`` gets the same answer as server-sent events.
 
     Attributes:
         models_status: Status of ``GET /v1/models`` (200 answers a one-model list).
@@ -56,11 +73,21 @@ class OpenAIServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            streamed = False
 
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
             def _answer(self, status: int, body: Any) -> None:
+                if status == 200 and self.streamed and isinstance(body, dict) and "choices" in body:
+                    events = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in completion_chunks(body))
+                    payload = (events + "data: [DONE]\n\n").encode()
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.send_header("content-length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
                 payload = json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
@@ -80,7 +107,11 @@ class OpenAIServer:
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
-                self.rfile.read(length)
+                raw = self.rfile.read(length)
+                try:
+                    self.streamed = bool(json.loads(raw or b"{}").get("stream"))
+                except (ValueError, AttributeError):
+                    self.streamed = False
                 server.requests.append(f"POST {self.path}")
                 if server.chat_replies:
                     self._answer(*server.chat_replies.pop(0))

@@ -97,7 +97,8 @@ def test_without_a_terminal_the_run_stays_paused_and_the_command_says_how_to_res
     assert "--approve scripted_1" in out
     assert "--reject scripted_1=REASON" in out
     assert '--edit \'scripted_1={"path": "app.py", "limit": 150}\'' in out
-    assert "scripted:" not in out, "no answer is printed for a paused run"
+    streamed, paused = out.index("scripted: Next: read_file"), out.index("paused: 1 tool call")
+    assert streamed < paused, "the text before the held call streams, then the pause is reported"
     [session_id] = [line.split("--resume ")[1].split()[0] for line in out.splitlines() if "approve:" in line]
     session = stored(url, session_id)
     assert [c.tool_call_id for c in held_calls(session.messages)] == ["scripted_1"]
