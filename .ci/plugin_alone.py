@@ -165,6 +165,69 @@ def check_dbos() -> int:
     return 0 if ok else 1
 
 
+def _looping_model(calls: int) -> Any:
+    """A FunctionModel that calls ``echo`` ``calls`` times, one call per response, then answers."""
+    from harness import CanonicalMessage, TextPart, ToolCallPart, ToolReturnPart
+    from harness.models.function import FunctionModel
+
+    def respond(messages: list[CanonicalMessage], info: object) -> CanonicalMessage:
+        done = sum(isinstance(p, ToolReturnPart) for m in messages for p in m.parts)
+        if done >= calls:
+            answers = [p.content for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
+            return CanonicalMessage.response(TextPart(" | ".join(map(str, answers))))
+        return CanonicalMessage.response(ToolCallPart(f"c{done}", "echo", {"text": f"call {done}"}))
+
+    return FunctionModel(respond)
+
+
+def echo(text: str) -> str:
+    """Echo the text.
+
+    Args:
+        text: What to echo.
+    """
+    return text
+
+
+def check_middleware(name: str, cls: type) -> int:
+    """Run a tiny agent through the middleware plugin ``name`` and check what it must do."""
+    import asyncio
+
+    from harness import Agent, CanonicalMessage, TextPart
+    from harness.errors import ModelRateLimitError
+    from harness.models.function import FunctionModel
+
+    ok = False
+    if name == "model_fallback":
+
+        def limited(messages: list[CanonicalMessage], info: object) -> CanonicalMessage:
+            raise ModelRateLimitError("primary", "slow down", status_code=429)
+
+        answer = CanonicalMessage.response(TextPart("from the backup"))
+        backup = FunctionModel(lambda m, i: answer, model_name="backup")
+        result = Agent(FunctionModel(limited), capabilities=[cls(models=[backup])]).run_sync("hi")
+        ok = result.output == "from the backup"
+        detail = repr(result.output)
+    elif name == "tool_limits":
+        agent = Agent(_looping_model(3), tools=[echo], capabilities=[cls(per_tool={"echo": 2})])
+        result = agent.run_sync("go")
+        ok = (result.output or "").startswith("call 0 | call 1 | ") and "call 2" not in (result.output or "")
+        detail = repr(result.output)
+    else:  # tool_approval
+        from harness_tool_approval import Approve  # pyright: ignore[reportMissingImports]
+
+        agent = Agent(_looping_model(1), tools=[echo], capabilities=[cls(tools=["echo"])])
+        paused = agent.run_sync("go")
+        resumed = asyncio.run(agent.run(None, session=paused.session, approvals={"c0": Approve()}))
+        ok = paused.status == "awaiting_approval" and resumed.output == "call 0"
+        detail = f"{paused.status} -> {resumed.status}: {resumed.output!r}"
+    print(f"{name}: {detail}, {'as expected' if ok else 'NOT as expected'}")
+    return 0 if ok else 1
+
+
+MIDDLEWARE = frozenset({"model_fallback", "tool_limits", "tool_approval"})
+"""Middleware plugins (wrapper hooks around model and tool calls), checked by running an agent."""
+
 ENGINES: dict[str, Callable[[], int]] = {"temporal": check_temporal, "dbos": check_dbos}
 """Durable-engine plugins (a ``resolve_engine`` hook) by entry-point name: a check running one tiny run."""
 
@@ -183,6 +246,8 @@ def main(name: str) -> int:
         print(f"expected only {name!r} installed, found {sorted(available)}")
         return 1
     cls = available[name]
+    if name in MIDDLEWARE:
+        return check_middleware(name, cls)
     capability = cls(tiers=[_Drop()], target_tokens=1000) if name == "tiered" else cls(**CONFIGS[name])
     result = compact_sync(history(), [capability], force=True, context_window=100_000)
     problems = check_invariants(result.messages)

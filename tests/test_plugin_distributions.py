@@ -19,8 +19,21 @@ STORE_DISTRIBUTIONS = {"harness-postgres": "PostgresStore"}
 """Session-store distributions (a module entry point answering ``resolve_store``), with their store class."""
 ENGINE_DISTRIBUTIONS = {"harness-dbos": "DBOSEngine", "harness-temporal": "TemporalEngine"}
 """Durable-engine distributions (an entry-point module answering ``resolve_engine``), with their engine."""
+MIDDLEWARE_DISTRIBUTIONS = {
+    "harness-model-fallback": ("ModelFallback", "wrap_model_request"),
+    "harness-tool-limits": ("ToolLimits", "wrap_tool_call"),
+    "harness-tool-approval": ("ToolApproval", "wrap_tool_call"),
+}
+"""Middleware distributions (a configured class whose wrapper wraps model or tool calls), with its hook."""
+OBSERVER_DISTRIBUTIONS: dict[str, str] = {}
+"""Observer distributions (an instance registered through its entry point), with their plugin class."""
 DISTRIBUTIONS = [
-    p for p in ALL_DISTRIBUTIONS if p.name not in STORE_DISTRIBUTIONS and p.name not in ENGINE_DISTRIBUTIONS
+    p
+    for p in ALL_DISTRIBUTIONS
+    if p.name not in STORE_DISTRIBUTIONS
+    and p.name not in ENGINE_DISTRIBUTIONS
+    and p.name not in MIDDLEWARE_DISTRIBUTIONS
+    and p.name not in OBSERVER_DISTRIBUTIONS
 ]
 
 
@@ -61,6 +74,28 @@ def test_distribution_layout(folder: Path) -> None:
     assert cls.name == name, "the capability registers under its entry-point name"
     assert cls.__name__ in readme
     assert "Parameter" in readme or "parameter" in readme
+
+
+@pytest.mark.parametrize("distribution", sorted(MIDDLEWARE_DISTRIBUTIONS))
+def test_middleware_distribution_layout(distribution: str) -> None:
+    folder = PLUGINS / distribution
+    project = tomllib.loads((folder / "pyproject.toml").read_text())["project"]
+    assert project["name"] == distribution
+    package = distribution.replace("-", "_")
+    assert (folder / package / "py.typed").is_file()
+    assert (folder / "LICENSE").is_file()
+    assert any(dep.startswith("harness-loop") and "<" in dep for dep in project["dependencies"])
+    [(name, target)] = project["entry-points"]["harness"].items()
+    class_name, hook = MIDDLEWARE_DISTRIBUTIONS[distribution]
+    assert target == f"{package}:{class_name}"
+    assert _entry_points()[name] == target
+    cls = getattr(importlib.import_module(package), class_name)
+    assert getattr(cls, "name", name) == name, "it registers under its entry-point name"
+    impl = getattr(getattr(cls, hook), f"{PROJECT_NAME}_impl")
+    assert impl["wrapper"] is True, f"{hook} is a new-style wrapper"
+    readme = (folder / "README.md").read_text()
+    assert class_name in readme
+    assert "```python" in readme, "the README has a runnable example"
 
 
 @pytest.mark.parametrize("distribution", sorted(STORE_DISTRIBUTIONS))
@@ -112,6 +147,7 @@ PUBLIC_PACKAGES = {
     "harness.hooks",
     "harness.testing",
     "harness.run",
+    "harness.models",
     "harness.config",
     # The durable engines' kit: the replay-safe store wrapper and the kill-test scenario.
     "harness.session.replay_safe",

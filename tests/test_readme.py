@@ -112,14 +112,20 @@ def capability_table() -> list[tuple[str, str, str]]:
 
 STORE_DISTRIBUTIONS = {"harness-postgres"}
 ENGINE_DISTRIBUTIONS = {"harness-dbos", "harness-temporal"}
+MIDDLEWARE_DISTRIBUTIONS = {"harness-model-fallback", "harness-tool-limits", "harness-tool-approval"}
+OBSERVER_DISTRIBUTIONS: set[str] = set()
 """Plugin folders that are session stores, not capabilities: named below the table instead."""
 
 
 def test_capability_table_lists_every_plugin_folder() -> None:
     listed = {distribution for distribution, _, _ in capability_table()}
     folders = {p.name for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").is_file()}
-    assert listed == folders - STORE_DISTRIBUTIONS - ENGINE_DISTRIBUTIONS
-    for other in STORE_DISTRIBUTIONS | ENGINE_DISTRIBUTIONS:
+    assert listed == folders - STORE_DISTRIBUTIONS - ENGINE_DISTRIBUTIONS - MIDDLEWARE_DISTRIBUTIONS - (
+        OBSERVER_DISTRIBUTIONS
+    )
+    for other in (
+        STORE_DISTRIBUTIONS | ENGINE_DISTRIBUTIONS | MIDDLEWARE_DISTRIBUTIONS | OBSERVER_DISTRIBUTIONS
+    ):
         assert f"[`{other}`](plugins/{other})" in section("Capability plugins")
 
 

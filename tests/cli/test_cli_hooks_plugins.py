@@ -27,6 +27,12 @@ INSTALLED = {
     "recall": "harness-recall",
     "tiered": "harness-tiered",
 }
+MIDDLEWARE_PLUGINS = {
+    "model_fallback": ("harness-model-fallback", "wrap_model_request"),
+    "tool_limits": ("harness-tool-limits", "wrap_tool_call"),
+    "tool_approval": ("harness-tool-approval", "wrap_tool_call"),
+}
+"""Installed middleware plugins (configured classes implementing a wrapper hook), with that hook."""
 STORE_PLUGINS = {"postgres": "harness-postgres"}
 """Installed plugins that are session stores (a ``resolve_store`` module), not capabilities."""
 ENGINE_PLUGINS = {"dbos": "harness-dbos", "temporal": "harness-temporal"}
@@ -56,6 +62,11 @@ def test_plugins_json_describes_every_capability_plugin(runner: CliRunner) -> No
         assert "before_model_request" in row["hooks"]
         assert row["experimental"] is True
         assert row["entry_point"].startswith(f"harness_{name.split('_')[0]}")
+    for name, (distribution, hook) in MIDDLEWARE_PLUGINS.items():
+        row = rows[name]
+        assert row["distribution"] == distribution
+        assert row["kind"] == "capability"
+        assert hook in row["hooks"]
     assert set(next(iter(rows.values()))) == {
         "name",
         "distribution",
@@ -81,7 +92,8 @@ def test_plugins_table(runner: CliRunner) -> None:
 def test_plugins_honours_the_environment_filters(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["plugins", "--json"], env={"HARNESS_DISABLE_PLUGINS": "summarizing,tiered"})
     names = {row["name"] for row in json.loads(result.stdout)["plugins"]}
-    assert names == (set(INSTALLED) | set(STORE_PLUGINS) | set(ENGINE_PLUGINS)) - {"summarizing", "tiered"}
+    installed = set(INSTALLED) | set(MIDDLEWARE_PLUGINS) | set(STORE_PLUGINS) | set(ENGINE_PLUGINS)
+    assert names == installed - {"summarizing", "tiered"}
     empty = runner.invoke(cli, ["plugins"], env={"HARNESS_LOAD_PLUGINS": ""})
     assert empty.exit_code == 0
     assert "no harness plugins installed" in empty.output
