@@ -41,6 +41,7 @@ def _groups() -> dict[str, Group]:
     from cases_capabilities import capability_cases
     from cases_core import core_cases
     from cases_loop import loop_cases
+    from cases_middleware import middleware_cases
     from cases_providers import provider_cases
     from sessions import session_cases
 
@@ -48,6 +49,7 @@ def _groups() -> dict[str, Group]:
         "core": core_cases,
         "capabilities": capability_cases,
         "loop": loop_cases,
+        "middleware": middleware_cases,
         "providers": provider_cases,
         "sessions": session_cases,
     }
@@ -101,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--sizes", default="100,1000,10000", help="comma-separated history sizes")
     parser.add_argument(
-        "--groups", default="core,capabilities,loop,providers,sessions", help="comma-separated groups"
+        "--groups", default="core,capabilities,loop,middleware,providers,sessions", help="comma-separated groups"
     )
     parser.add_argument("--reference", action="store_true", help="also run pydantic-ai-harness 0.62.0")
     parser.add_argument("--json", type=Path, help="write the figures to this JSON file")

@@ -14,10 +14,19 @@ __all__ = ["LOGGER_NAME", "configure_logging", "level_for"]
 
 import logging
 import sys
-from typing import Final
+from typing import Final, TextIO
 
 LOGGER_NAME: Final = "harness"
 _HANDLER_NAME: Final = "harness-cli"
+
+
+class _StderrHandler(logging.StreamHandler[TextIO]):
+    """Writes to whatever ``sys.stderr`` is when a record arrives (a test runner swaps it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Write ``record`` to the current ``sys.stderr``."""
+        self.stream = sys.stderr
+        super().emit(record)
 
 
 def level_for(verbose: int, quiet: bool) -> int:
@@ -33,7 +42,7 @@ def configure_logging(verbose: int, quiet: bool) -> logging.Handler:
     for handler in list(logger.handlers):
         if handler.get_name() == _HANDLER_NAME:
             logger.removeHandler(handler)
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrHandler()
     handler.set_name(_HANDLER_NAME)
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     level = level_for(verbose, quiet)

@@ -9,16 +9,17 @@ the session saved in SQLite, and closes the HTTP response.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
 
-from harness import Agent, CanonicalMessage, TextPart
+from harness import Agent, CanonicalMessage, TextPart, ToolCall, ToolOutcome, hookimpl
 from harness.core.streaming import TextDelta, ThinkingDelta, ToolCallDelta
 from harness.history import check_invariants
+from harness.hooks import PluginManager
 from harness.models.anthropic import AnthropicModel
 from harness.models.anthropic import RetryPolicy as AnthropicRetry
 from harness.models.openai import OpenAIModel, RetryPolicy
@@ -321,5 +322,85 @@ async def test_leaving_mid_stream_keeps_the_partial_text_in_the_saved_session(
     assert [p.content for p in last.parts if isinstance(p, TextPart)] == ["partial answer", "[INTERRUPTED]"]
     assert check_invariants(saved.messages) == []
     assert len(fake_server.requests) == 1
+    store.close()
+    other.close()
+
+
+# -- paused and resumed runs ---------------------------------------------------------------
+
+
+class HoldWeather:
+    """Holds get_weather back until a decision says "yes" (the core's pause mechanism, no plugin)."""
+
+    @hookimpl(wrapper=True)
+    def wrap_tool_call(self, call: ToolCall) -> Generator[None, ToolOutcome, object]:
+        if call.decision is None:
+            return ToolOutcome("deferred", error="a human decides")
+        return (yield)
+
+
+def holding_agent(model: OpenAIModel | AnthropicModel) -> Agent:
+    manager = PluginManager()
+    manager.register(HoldWeather(), name="hold_weather")
+    return Agent(model, tools=[get_weather], plugin_manager=manager)
+
+
+@pytest.mark.parametrize(
+    ("make_model", "call_body", "answer_body", "call_id"),
+    [
+        (
+            openai_model,
+            lambda: openai_call("call_1", ['{"city"', ': "Paris"}']),
+            lambda: openai_text(["It is ", "sunny."]),
+            "call_1",
+        ),
+        (
+            anthropic_model,
+            lambda: anthropic_events([tool_block("toolu_1", ['{"city": ', '"Paris"}'])], "tool_use"),
+            lambda: anthropic_events([text_block(["It is ", "sunny."])], "end_turn"),
+            "toolu_1",
+        ),
+    ],
+    ids=["openai", "anthropic"],
+)
+async def test_a_streamed_run_pauses_and_resumes_from_the_store(
+    fake_server: FakeServer,
+    sleeps: Sleeps,
+    tmp_path: Path,
+    make_model: Callable[[FakeServer, Sleeps], OpenAIModel | AnthropicModel],
+    call_body: Callable[[], list[str]],
+    answer_body: Callable[[], list[str]],
+    call_id: str,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    store = open_store(url)
+    session = Session.create(store=store)
+    fake_server.reply(Stream(call_body()))
+    model = make_model(fake_server, sleeps)
+    async with model, holding_agent(model).run_stream("Weather in Paris?", session=session) as first:
+        seen = [event async for event in first]
+    paused = first.result
+    assert paused.status == "awaiting_approval"
+    assert [c.tool_call_id for c in paused.pending_approvals] == [call_id]
+    assert any(isinstance(e, ev.ApprovalNeeded) for e in seen)
+    assert not any(isinstance(e, ev.ToolResult) for e in seen)
+
+    # A new store handle, a new model and agent: only the stored session carries the pause.
+    other = open_store(url)
+    reopened = Session.open(other, session.session_id)
+    assert check_invariants(reopened.messages) == []
+    fake_server.reply(Stream(answer_body()))
+    model = make_model(fake_server, sleeps)
+    async with (
+        model,
+        holding_agent(model).run_stream(None, session=reopened, approvals={call_id: "yes"}) as stream,
+    ):
+        events = [event async for event in stream]
+    results = [e for e in events if isinstance(e, ev.ToolResult)]
+    assert [r.part.content for r in results] == ["sunny in Paris"]
+    assert stream.result.output == "It is sunny."
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "It is sunny."
+    assert len(fake_server.requests) == 2
+    assert "awaiting approval" not in str(fake_server.bodies[1]).lower()  # the placeholder is never sent
     store.close()
     other.close()
