@@ -225,6 +225,23 @@ def check_middleware(name: str, cls: type) -> int:
     return 0 if ok else 1
 
 
+def check_observer(name: str, manager: PluginManager) -> int:
+    """The observer ``name`` (harness-otel) was registered by its entry point, and a run goes through it."""
+    from harness import Agent
+    from harness.models.test import TestModel
+
+    plugin = manager.pluggy_manager.get_plugin(name)
+    output = None
+    if plugin is not None:
+        output = Agent(TestModel(), tools=[echo], plugin_manager=manager).run_sync("hi").output
+    ok = plugin is not None and output == "done"
+    print(f"{name}: registered as {type(plugin).__name__}, a run through it answered {output!r}")
+    return 0 if ok else 1
+
+
+OBSERVERS = frozenset({"otel"})
+"""Observer plugins registered as instances by their entry point, checked by running an agent through them."""
+
 MIDDLEWARE = frozenset({"model_fallback", "tool_limits", "tool_approval"})
 """Middleware plugins (wrapper hooks around model and tool calls), checked by running an agent."""
 
@@ -240,6 +257,8 @@ def main(name: str) -> int:
         return check_store(name, manager)
     if name in ENGINES:
         return ENGINES[name]()
+    if name in OBSERVERS:
+        return check_observer(name, manager)
     available = manager.available_capabilities()
     others = sorted(set(available) - {name})
     if name not in available or others:

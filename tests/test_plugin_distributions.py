@@ -25,7 +25,7 @@ MIDDLEWARE_DISTRIBUTIONS = {
     "harness-tool-approval": ("ToolApproval", "wrap_tool_call"),
 }
 """Middleware distributions (a configured class whose wrapper wraps model or tool calls), with its hook."""
-OBSERVER_DISTRIBUTIONS: dict[str, str] = {}
+OBSERVER_DISTRIBUTIONS = {"harness-otel": "OTelPlugin"}
 """Observer distributions (an instance registered through its entry point), with their plugin class."""
 DISTRIBUTIONS = [
     p
@@ -96,6 +96,26 @@ def test_middleware_distribution_layout(distribution: str) -> None:
     readme = (folder / "README.md").read_text()
     assert class_name in readme
     assert "```python" in readme, "the README has a runnable example"
+
+
+@pytest.mark.parametrize("distribution", sorted(OBSERVER_DISTRIBUTIONS))
+def test_observer_distribution_layout(distribution: str) -> None:
+    folder = PLUGINS / distribution
+    project = tomllib.loads((folder / "pyproject.toml").read_text())["project"]
+    assert project["name"] == distribution
+    package = distribution.replace("-", "_")
+    assert (folder / package / "py.typed").is_file()
+    assert (folder / "LICENSE").is_file()
+    assert any(dep.startswith("harness-loop") and "<" in dep for dep in project["dependencies"])
+    [(name, target)] = project["entry-points"]["harness"].items()
+    module_name, attribute = target.split(":")
+    assert module_name == package
+    assert _entry_points()[name] == target
+    instance = getattr(importlib.import_module(package), attribute)
+    cls = getattr(importlib.import_module(package), OBSERVER_DISTRIBUTIONS[distribution])
+    assert isinstance(instance, cls), "an observer's entry point is an instance, registered when loaded"
+    assert getattr(instance, "name", name) == name
+    assert OBSERVER_DISTRIBUTIONS[distribution] in (folder / "README.md").read_text()
 
 
 @pytest.mark.parametrize("distribution", sorted(STORE_DISTRIBUTIONS))
@@ -191,5 +211,5 @@ def test_declared_ordering_names_exist() -> None:
             continue  # a module plugin (a session store): no ordering
         module, attribute = target.split(":")
         cls = getattr(importlib.import_module(module), attribute)
-        for declared in (*cls.runs_before, *cls.runs_after):
+        for declared in (*getattr(cls, "runs_before", ()), *getattr(cls, "runs_after", ())):
             assert declared in names, f"{name} orders itself against unknown capability {declared!r}"

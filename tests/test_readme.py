@@ -113,7 +113,7 @@ def capability_table() -> list[tuple[str, str, str]]:
 STORE_DISTRIBUTIONS = {"harness-postgres"}
 ENGINE_DISTRIBUTIONS = {"harness-dbos", "harness-temporal"}
 MIDDLEWARE_DISTRIBUTIONS = {"harness-model-fallback", "harness-tool-limits", "harness-tool-approval"}
-OBSERVER_DISTRIBUTIONS: set[str] = set()
+OBSERVER_DISTRIBUTIONS = {"harness-otel"}
 """Plugin folders that are session stores, not capabilities: named below the table instead."""
 
 

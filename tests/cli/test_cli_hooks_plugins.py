@@ -33,6 +33,8 @@ MIDDLEWARE_PLUGINS = {
     "tool_approval": ("harness-tool-approval", "wrap_tool_call"),
 }
 """Installed middleware plugins (configured classes implementing a wrapper hook), with that hook."""
+OBSERVER_PLUGINS = {"otel": "harness-otel"}
+"""Installed plugins registered as instances through their entry point (telemetry)."""
 STORE_PLUGINS = {"postgres": "harness-postgres"}
 """Installed plugins that are session stores (a ``resolve_store`` module), not capabilities."""
 ENGINE_PLUGINS = {"dbos": "harness-dbos", "temporal": "harness-temporal"}
@@ -92,7 +94,8 @@ def test_plugins_table(runner: CliRunner) -> None:
 def test_plugins_honours_the_environment_filters(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["plugins", "--json"], env={"HARNESS_DISABLE_PLUGINS": "summarizing,tiered"})
     names = {row["name"] for row in json.loads(result.stdout)["plugins"]}
-    installed = set(INSTALLED) | set(MIDDLEWARE_PLUGINS) | set(STORE_PLUGINS) | set(ENGINE_PLUGINS)
+    installed = set(INSTALLED) | set(MIDDLEWARE_PLUGINS) | set(OBSERVER_PLUGINS) | set(STORE_PLUGINS)
+    installed |= set(ENGINE_PLUGINS)
     assert names == installed - {"summarizing", "tiered"}
     empty = runner.invoke(cli, ["plugins"], env={"HARNESS_LOAD_PLUGINS": ""})
     assert empty.exit_code == 0
