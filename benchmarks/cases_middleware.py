@@ -66,7 +66,9 @@ def _model_request(size: int, wrappers: int) -> Measurement:
     messages = build_outgoing(history, (), ())
     caller = ModelCaller(InProcessEffects(), _manager(wrappers), None)
     ctx = RequestContext(messages=history, token_counter=TokenCounter())
-    unit = ModelRequestUnit(index=0, purpose="request", source="agent", model=model, messages=messages, view=history)
+    unit = ModelRequestUnit(
+        index=0, purpose="request", source="agent", model=model, messages=messages, view=history
+    )
     return measure_async(
         "middleware",
         f"middleware.model_request.{wrappers}_wrappers",

@@ -103,7 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--sizes", default="100,1000,10000", help="comma-separated history sizes")
     parser.add_argument(
-        "--groups", default="core,capabilities,loop,middleware,providers,sessions", help="comma-separated groups"
+        "--groups",
+        default="core,capabilities,loop,middleware,providers,sessions",
+        help="comma-separated groups",
     )
     parser.add_argument("--reference", action="store_true", help="also run pydantic-ai-harness 0.62.0")
     parser.add_argument("--json", type=Path, help="write the figures to this JSON file")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from harness import Agent, CanonicalMessage, TextPart, ToolCallPart, ToolReturnPart
+from harness import Agent, CanonicalMessage, RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart
 from harness.capabilities.calls import ModelCall, ToolCall
 from harness.core.effects import ToolOutcome
 from harness.errors import CapabilityError, ModelRateLimitError, PluginLoadError, RunStopped
@@ -108,7 +108,7 @@ async def test_edited_arguments_are_validated_like_the_models() -> None:
         Breaks(), ToolCallPart("c1", "echo", {"text": "hi"}), ToolCallPart("c2", "echo", {"text": "ok"})
     ).run("go")
     assert ran == ["echo:ok"]
-    retries = [p for m in result.all_messages for p in m.parts if type(p).__name__ == "RetryPromptPart"]
+    retries = [p for m in result.all_messages for p in m.parts if isinstance(p, RetryPromptPart)]
     assert retries
     assert "text" in str(retries[0].content)
 

@@ -214,7 +214,11 @@ async def test_a_failure_while_resuming_keeps_the_answers_of_calls_that_ran() ->
         await agent.run(None, session=paused.session, approvals={"m1": "yes", "m2": "boom"})
     assert ran == ["ann"]
     assert check_invariants(paused.session.messages) == []
-    held = [p.tool_call_id for p in paused.session.messages[-1].parts if is_placeholder(p)]
+    held = [
+        p.tool_call_id
+        for p in paused.session.messages[-1].parts
+        if isinstance(p, ToolReturnPart) and is_placeholder(p)
+    ]
     assert held == ["m2"]
     done = await agent.run(None, session=paused.session, approvals={"m2": "yes"})
     assert ran == ["ann", "bob"]
