@@ -11,6 +11,9 @@ machines). See the README for what is journaled and how tools declare idempotenc
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __all__ = [
     "APP_VERSION",
     "DEFAULT_QUEUE",
@@ -26,11 +29,39 @@ __all__ = [
     "run_workflow",
 ]
 
-from harness_dbos.client import DBOSRunClient
-from harness_dbos.config import dbos_config
-from harness_dbos.effects import DBOSEffects
-from harness_dbos.engine import DBOSEngine
-from harness_dbos.runs import DEFAULT_QUEUE, RunHandle
-from harness_dbos.serializer import JournalSerializer
-from harness_dbos.spec import RunSpec, RunSummary
-from harness_dbos.workflow import APP_VERSION, WORKFLOW_NAME, run_workflow
+if TYPE_CHECKING:
+    from harness_dbos.client import DBOSRunClient
+    from harness_dbos.config import dbos_config
+    from harness_dbos.effects import DBOSEffects
+    from harness_dbos.engine import DBOSEngine
+    from harness_dbos.runs import DEFAULT_QUEUE, RunHandle
+    from harness_dbos.serializer import JournalSerializer
+    from harness_dbos.spec import RunSpec, RunSummary
+    from harness_dbos.workflow import APP_VERSION, WORKFLOW_NAME, run_workflow
+
+_OWNERS: dict[str, str] = {
+    "DBOSRunClient": "harness_dbos.client",
+    "dbos_config": "harness_dbos.config",
+    "DBOSEffects": "harness_dbos.effects",
+    "DBOSEngine": "harness_dbos.engine",
+    "DEFAULT_QUEUE": "harness_dbos.runs",
+    "RunHandle": "harness_dbos.runs",
+    "JournalSerializer": "harness_dbos.serializer",
+    "RunSpec": "harness_dbos.spec",
+    "RunSummary": "harness_dbos.spec",
+    "APP_VERSION": "harness_dbos.workflow",
+    "WORKFLOW_NAME": "harness_dbos.workflow",
+    "run_workflow": "harness_dbos.workflow",
+}
+"""Where each public name is defined: imported on first use, so loading the entry point (``resolver``)
+does not import the engine's SDK."""
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from the module that owns it, on first use."""
+    owner = _OWNERS.get(name)
+    if owner is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(owner), name)
+    globals()[name] = value
+    return value
