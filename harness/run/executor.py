@@ -234,8 +234,10 @@ class ToolExecutor:
         registry = self.run.run.tool_registry
         await self.emit(registry.start(call.tool_call_id))
         tool = self.settings.tools.get(call.tool_name)
+        # One context per call: the wrappers and the tool see the same object.
+        ctx = self.run.for_tool(call.tool_call_id, call.tool_name, self._retries.get(call.tool_name, 0))
         if self.pm is None or not self.pm.has_middleware("wrap_tool_call"):
-            outcome = await self._call(call, tool, call.args)
+            outcome = await self._call(call, tool, call.args, ctx)
         else:
             request = ToolCall(
                 args=_parsed_args(call.args),
@@ -243,17 +245,18 @@ class ToolExecutor:
                 tool=tool,
                 decision=self.decisions.get(call.tool_call_id),
             )
-            ctx = self.run.for_tool(call.tool_call_id, call.tool_name, self._retries.get(call.tool_name, 0))
 
             async def innermost(wrapped: ToolCall) -> ToolOutcome:
-                return await self._call(call, tool, wrapped.args)
+                return await self._call(call, tool, wrapped.args, ctx)
 
             outcome = await self.pm.wrap_tool_call(ctx, request, innermost)
             if outcome.kind == "deferred":
                 self.deferred_by[call.tool_call_id] = str(request.notes.get(DEFERRED_BY, ""))
         await self._settle(call, tool, outcome)
 
-    async def _call(self, call: ToolCallPart, tool: Tool | None, raw_args: Any) -> ToolOutcome:
+    async def _call(
+        self, call: ToolCallPart, tool: Tool | None, raw_args: Any, ctx: RunContext
+    ) -> ToolOutcome:
         """Validate the arguments and run the tool through the effects: the innermost call."""
         if tool is None:
             available = ", ".join(sorted(self.settings.tools)) or "none"
@@ -264,8 +267,6 @@ class ToolExecutor:
         if isinstance(arguments, str):
             return ToolOutcome("retry", error=arguments)
         registry = self.run.run.tool_registry
-        ctx = self.run.for_tool(call.tool_call_id, call.tool_name, self._retries.get(call.tool_name, 0))
-
         noted = 0  # attempts made in this process (an engine may run them elsewhere)
 
         async def attempt() -> Any:
