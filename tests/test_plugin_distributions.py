@@ -76,8 +76,8 @@ def test_distribution_layout(folder: Path) -> None:
     assert "Parameter" in readme or "parameter" in readme
 
 
-@pytest.mark.parametrize("distribution", sorted(MIDDLEWARE_DISTRIBUTIONS))
-def test_middleware_distribution_layout(distribution: str) -> None:
+def _declared(distribution: str) -> tuple[Path, str, str, str]:
+    """Check what every plugin distribution declares; return folder, package, entry-point name, target."""
     folder = PLUGINS / distribution
     project = tomllib.loads((folder / "pyproject.toml").read_text())["project"]
     assert project["name"] == distribution
@@ -86,6 +86,12 @@ def test_middleware_distribution_layout(distribution: str) -> None:
     assert (folder / "LICENSE").is_file()
     assert any(dep.startswith("harness-loop") and "<" in dep for dep in project["dependencies"])
     [(name, target)] = project["entry-points"]["harness"].items()
+    return folder, package, name, target
+
+
+@pytest.mark.parametrize("distribution", sorted(MIDDLEWARE_DISTRIBUTIONS))
+def test_middleware_distribution_layout(distribution: str) -> None:
+    folder, package, name, target = _declared(distribution)
     class_name, hook = MIDDLEWARE_DISTRIBUTIONS[distribution]
     assert target == f"{package}:{class_name}"
     assert _entry_points()[name] == target
@@ -100,14 +106,7 @@ def test_middleware_distribution_layout(distribution: str) -> None:
 
 @pytest.mark.parametrize("distribution", sorted(OBSERVER_DISTRIBUTIONS))
 def test_observer_distribution_layout(distribution: str) -> None:
-    folder = PLUGINS / distribution
-    project = tomllib.loads((folder / "pyproject.toml").read_text())["project"]
-    assert project["name"] == distribution
-    package = distribution.replace("-", "_")
-    assert (folder / package / "py.typed").is_file()
-    assert (folder / "LICENSE").is_file()
-    assert any(dep.startswith("harness-loop") and "<" in dep for dep in project["dependencies"])
-    [(name, target)] = project["entry-points"]["harness"].items()
+    folder, package, name, target = _declared(distribution)
     module_name, attribute = target.split(":")
     assert module_name == package
     assert _entry_points()[name] == target
@@ -120,13 +119,7 @@ def test_observer_distribution_layout(distribution: str) -> None:
 
 @pytest.mark.parametrize("distribution", sorted(STORE_DISTRIBUTIONS))
 def test_store_distribution_layout(distribution: str) -> None:
-    folder = PLUGINS / distribution
-    project = tomllib.loads((folder / "pyproject.toml").read_text())["project"]
-    assert project["name"] == distribution
-    package = distribution.replace("-", "_")
-    assert (folder / package / "py.typed").is_file()
-    assert any(dep.startswith("harness-loop") and "<" in dep for dep in project["dependencies"])
-    [(name, target)] = project["entry-points"]["harness"].items()
+    folder, _, name, target = _declared(distribution)
     assert ":" not in target, "a store plugin's entry point names its module, registered as a plugin"
     assert _entry_points()[name] == target
     module = importlib.import_module(target)
@@ -136,14 +129,7 @@ def test_store_distribution_layout(distribution: str) -> None:
 
 @pytest.mark.parametrize("distribution", sorted(ENGINE_DISTRIBUTIONS))
 def test_engine_distribution_layout(distribution: str) -> None:
-    folder = PLUGINS / distribution
-    project = tomllib.loads((folder / "pyproject.toml").read_text())["project"]
-    assert project["name"] == distribution
-    package = distribution.replace("-", "_")
-    assert (folder / package / "py.typed").is_file()
-    assert (folder / "LICENSE").is_file()
-    assert any(dep.startswith("harness-loop") and "<" in dep for dep in project["dependencies"])
-    [(name, target)] = project["entry-points"]["harness"].items()
+    folder, package, name, target = _declared(distribution)
     assert ":" not in target, "an engine plugin's entry point names its module, registered as a plugin"
     assert _entry_points()[name] == target
     module = importlib.import_module(target)
