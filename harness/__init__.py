@@ -20,6 +20,7 @@ The names here are the ones users reach for, grouped by what they do:
   ``SystemPromptPart``, ``TextPart``, ``ThoughtPart``, ``ToolCallPart``,
   ``ToolReturnPart``, ``RetryPromptPart``, ``UnknownPart``, ``Usage``, ``load_messages``,
   ``dump_messages``, ``TokenCounter``.
+* Keep parts through compaction: ``pin``, ``is_pinned``.
 * Compact: ``compact``, ``compact_sync``, ``CompactionResult``.
 
 Everything else lives in the layer that owns it (see CONTRIBUTING.md, "Architecture"):
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
         UserPromptPart,
     )
     from harness.core.model import Model, ModelSettings, ToolDefinition
+    from harness.core.pins import is_pinned, pin
     from harness.errors import (
         ApprovalError,
         ApprovalPendingError,
@@ -178,6 +180,8 @@ __all__ = [
     "ToolReturnPart",
     "RetryPromptPart",
     "UnknownPart",
+    "is_pinned",
+    "pin",
     "Usage",
     "load_messages",
     "dump_messages",
@@ -246,6 +250,8 @@ _OWNERS: dict[str, str] = {
     "ToolReturnPart": "harness.core.messages",
     "RetryPromptPart": "harness.core.messages",
     "UnknownPart": "harness.core.messages",
+    "pin": "harness.core.pins",
+    "is_pinned": "harness.core.pins",
     "Usage": "harness.core.messages",
     "load_messages": "harness.wire",
     "dump_messages": "harness.wire",

@@ -51,6 +51,7 @@ from harness.core.messages import (
 )
 from harness.core.model import Model, ModelSettings, ToolDefinition
 from harness.core.nodes import CallToolsNode, EndNode, ModelRequestNode, Node
+from harness.core.pins import PIN_KEY, is_pinned, lost_pins, pin, pin_reason, pinned_call_ids, pinned_parts
 from harness.core.streaming import (
     ResponseDone,
     StreamDelta,
@@ -91,7 +92,14 @@ __all__ = [
     "FrozenDict",
     "FrozenList",
     "HARNESS_KEY",
+    "PIN_KEY",
     "harness_mark",
+    "is_pinned",
+    "lost_pins",
+    "pin",
+    "pin_reason",
+    "pinned_call_ids",
+    "pinned_parts",
     "history_repr",
     "JsonValue",
     "latest_assistant_text",

@@ -1,4 +1,4 @@
-"""The invariant guard: did an edit of a history break what providers accept?
+"""The invariant guard: did an edit of a history break what providers accept, or lose a pin?
 
 The plugin manager runs every ``before_model_request`` implementation under this guard:
 it snapshots the history, lets the implementation edit it, then asks :func:`guard_edit`
@@ -26,6 +26,7 @@ from typing import Final
 import attrs
 
 from harness.core.messages import CanonicalMessage, Part, RetryPromptPart
+from harness.core.pins import lost_pins, pin_reason
 from harness.errors import CapabilityError
 from harness.history.changes import changed_span
 from harness.history.invariants import Violation, check_invariants
@@ -54,17 +55,19 @@ class EditCheck:
     introduced: tuple[Violation, ...] = ()
     dropped_request: bool = False
     violations: tuple[Violation, ...] | None = None
+    lost_pins: tuple[Part, ...] = ()
 
     @property
     def ok(self) -> bool:
-        """True when the edit introduced no violation and kept the request being sent."""
-        return not self.introduced and not self.dropped_request
+        """True when the edit introduced no violation, kept the request and every pinned part."""
+        return not self.introduced and not self.dropped_request and not self.lost_pins
 
     @property
     def problems(self) -> tuple[str, ...]:
-        """One sentence per problem, the dropped request first."""
+        """One sentence per problem, the dropped request first, lost pins last."""
         described = tuple(describe_violation(v) for v in self.introduced)
-        return (_DROPPED_REQUEST, *described) if self.dropped_request else described
+        pins = tuple(_describe_lost_pin(part) for part in self.lost_pins)
+        return ((_DROPPED_REQUEST,) if self.dropped_request else ()) + described + pins
 
 
 def check_edit(
@@ -86,14 +89,18 @@ def check_edit(
         baseline: ``check_invariants(before)`` when already known (the ``violations`` of
             the previous check), so it is not computed again.
     """
-    if _same_list(before, after) or _same_shape(before, after):
+    if _same_list(before, after):
         return EditCheck()
+    lost = tuple(lost_pins(before, after))
+    if _same_shape(before, after):
+        return EditCheck(lost_pins=lost)
     known = check_invariants(before) if baseline is None else baseline
     found = check_invariants(after)
     return EditCheck(
         introduced=tuple(_new_violations(known, found)),
         dropped_request=_dropped_request(before, after),
         violations=tuple(found),
+        lost_pins=lost,
     )
 
 
@@ -146,6 +153,16 @@ def describe_violation(violation: Violation) -> str:
         where += f", part {violation.part_index}"
     call = f", tool call {violation.tool_call_id!r}" if violation.tool_call_id else ""
     return f"{violation.kind} at {where}{call}: {violation.detail}"
+
+
+def _describe_lost_pin(part: Part) -> str:
+    text = str(getattr(part, "content", getattr(part, "args", "")))
+    shown = text if len(text) <= 60 else text[:57] + "..."
+    call = getattr(part, "tool_call_id", None)
+    where = f" (tool call {call!r})" if call else ""
+    who = pin_reason(part)
+    kind = part.part_kind
+    return f"lost_pinned_part: a {kind} part pinned by {who!r}{where} was changed or dropped: {shown!r}"
 
 
 def _same_list(before: Sequence[CanonicalMessage], after: Sequence[CanonicalMessage]) -> bool:

@@ -338,7 +338,10 @@ def on_compaction(ctx: RequestContext, event: CompactionEvent) -> None:
     Ordering: capabilities first in their resolved order, then other plugins in
     registration order.
 
-    Return value: ignored; return ``None``. The event is frozen.
+    Return value: ignored; return ``None``. The event is frozen. To tell the model
+    something about the edit, call ``ctx.add_request_scoped(part, source=...)``: the part
+    is sent with the request being prepared (the first one after the compaction) and
+    never stored.
 
     Async: ``async def`` implementations are allowed (see above). An implementation
     that raises ends the request with ``CapabilityError`` naming the plugin.

@@ -15,7 +15,7 @@ from __future__ import annotations
 __all__ = ["Agent", "RunResult"]
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, cast
 
 from harness.core.effects import Effects
@@ -23,6 +23,7 @@ from harness.core.model import Model, ModelSettings, ToolDefinition
 from harness.errors import ToolDefinitionError
 from harness.hooks.manager import PluginManager
 from harness.models.resolve import resolve_model
+from harness.run.continuity import ContinuitySettings
 from harness.run.events import EventSink
 from harness.run.orchestrator import RequestOrchestrator
 from harness.run.result import RunResult
@@ -94,6 +95,20 @@ class Agent:
             plus up to 10 % jitter).
         fallback_tool_calls: Parse tool calls written as text when a response has no
             structured call (see :mod:`harness.run.fallback`).
+        anchors: After a compaction, re-send request-scoped the task, the user's
+            constraints, the history's instructions and the latest plan when the
+            compaction removed them (see :mod:`harness.run.continuity`).
+        compaction_receipt: After a compaction, tell the model on the next request what
+            was compacted and how to get it back (``recall`` references when
+            ``harness-recall`` is installed).
+        pause_after_compaction: End the run right after a compaction, before the compacted
+            request is sent, with ``status="paused_after_compaction"``: ``True`` for any
+            compaction, or the names of the capabilities whose compactions pause. Continue
+            with ``agent.run(None, session=...)`` or a new prompt.
+        pin_anchors: Pin the first user prompt of a new session (``harness.pin``), so the
+            invariant guard rejects any capability that changes or drops it.
+        plan_tools: Tool names whose calls write the plan (besides names holding ``todo``
+            or ``plan``).
 
     Raises:
         ValueError: A limit is below 1.
@@ -123,6 +138,11 @@ class Agent:
         settings: ModelSettings | None = None,
         tool_retry_base_delay: float = 0.5,
         fallback_tool_calls: bool = True,
+        anchors: bool = True,
+        compaction_receipt: bool = True,
+        pause_after_compaction: bool | Collection[str] = False,
+        pin_anchors: bool = False,
+        plan_tools: Collection[str] = (),
     ) -> None:
         _positive("max_iterations", max_iterations)
         _positive("tool_max_retries", tool_max_retries)
@@ -173,6 +193,13 @@ class Agent:
             model_settings=settings if settings is not None else ModelSettings(),
             tool_retry_base_delay=tool_retry_base_delay,
             fallback_tool_calls=fallback_tool_calls,
+            continuity=ContinuitySettings.create(
+                anchors=anchors,
+                receipt=compaction_receipt,
+                pause_after_compaction=pause_after_compaction,
+                pin_anchors=pin_anchors,
+                plan_tools=plan_tools,
+            ),
         )
         """Everything a run reads from this agent, frozen (see :class:`~harness.run.settings.RunSettings`)."""
         self._active: set[RequestOrchestrator] = set()

@@ -95,6 +95,7 @@ def agent_fingerprint(agent: Agent) -> dict[str, str]:
         "tool_retry_budget": settings.tool_retry_budget,
         "max_empty_responses": settings.max_empty_responses,
         "fallback_tool_calls": settings.fallback_tool_calls,
+        "continuity": _describe(settings.continuity),
     }
     described = {
         "model": {"type": f"{type(model).__module__}.{type(model).__qualname__}", "name": model.model_name},

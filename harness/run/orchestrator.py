@@ -36,8 +36,6 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-import attrs
-
 from harness import history as hist
 from harness.capabilities.context import RequestContext
 from harness.core._sequences import common_prefix
@@ -54,6 +52,7 @@ from harness.core.messages import (
 )
 from harness.core.model import Model, ModelSettings, ToolDefinition
 from harness.core.nodes import CallToolsNode, EndNode, ModelRequestNode, Node
+from harness.core.pins import pin
 from harness.errors import (
     EmptyResponseError,
     HarnessError,
@@ -63,6 +62,7 @@ from harness.errors import (
 )
 from harness.hooks.manager import PluginManager
 from harness.run.approvals import check_approvals, held_calls, is_placeholder, replace_answers
+from harness.run.continuity import Continuity, has_user_prompt
 from harness.run.events import (
     ApprovalNeeded,
     EventSink,
@@ -89,7 +89,7 @@ from harness.run.responses import (
     normalise_response,
     unique_tool_call_ids,
 )
-from harness.run.result import RunStatus
+from harness.run.result import RunOutcome, RunStatus
 from harness.run.resume import pending_calls, plan_resume
 from harness.run.settings import RunSettings
 from harness.session import Session
@@ -103,21 +103,6 @@ _log = logging.getLogger("harness.run")
 
 _SESSIONS_IN_USE: weakref.WeakSet[Session] = weakref.WeakSet()
 """Sessions a run is using right now: a second, overlapping run on one is refused."""
-
-
-@attrs.frozen
-class RunOutcome:
-    """What the orchestrator hands back to :class:`~harness.run.agent.Agent`."""
-
-    output: str | None
-    new_messages: list[CanonicalMessage]
-    all_messages: list[CanonicalMessage]
-    usage: Usage
-    request_id: str
-    iterations: int
-    state: RunState
-    status: RunStatus = "completed"
-    pending_approvals: tuple[ToolCallPart, ...] = ()
 
 
 class RequestOrchestrator:
@@ -186,6 +171,7 @@ class RequestOrchestrator:
         self._deltas = bool(getattr(self.effects, "deltas", True))
         self._last_view: list[CanonicalMessage] | None = None
         self.writer = SessionWriter(session, self.ctx, self.executor)
+        self.continuity = Continuity(settings.continuity, session, plugin_manager.capabilities)
 
     @property
     def history(self) -> list[CanonicalMessage]:
@@ -339,6 +325,8 @@ class RequestOrchestrator:
         request = None
         if self.ctx.prompt is not None:
             request = CanonicalMessage.request(UserPromptPart(self.ctx.prompt, timestamp=self.effects.now()))
+            if self.settings.continuity.pin_anchors and not has_user_prompt(self.history):
+                request = pin(request, "task")
         before = self.history  # the session's messages, or what resuming approvals made of them
         messages = prepare_history(before, self.ctx.prompt, self.counter, request=request)
         self.added = 1
@@ -356,6 +344,9 @@ class RequestOrchestrator:
                 raise MaxIterationsExceeded(self.settings.max_iterations)
             state.current_iteration = state.iteration_count = state.current_iteration + 1
             ctx, outgoing = await self._send_prepare()
+            if self.continuity.should_pause(ctx):
+                self.status = "paused_after_compaction"
+                return None
             log_request(
                 self.ctx.request_id, state.current_iteration, len(outgoing.messages), self.model.model_name
             )
@@ -387,8 +378,10 @@ class RequestOrchestrator:
         self._request_ctx = ctx  # a capability's own model call (ctx.request_model) is wrapped with it
         before = len(self.history)
         snapshot = list(self.history) if self.session.store is not None else None
+        self.continuity.before_capabilities(self.history)
         try:
             await self.pm.run_before_model_request(ctx)
+            self.continuity.after_capabilities(ctx)
         finally:
             self._adopt(ctx, before)
             if snapshot is not None:

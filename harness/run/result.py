@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["RunResult", "RunStatus"]
+__all__ = ["RunOutcome", "RunResult", "RunStatus"]
 
 from typing import Literal, TypeAlias
 
@@ -12,8 +12,9 @@ from harness.core.messages import CanonicalMessage, ToolCallPart, Usage, history
 from harness.session import Session
 from harness.tools.context import RunState
 
-RunStatus: TypeAlias = Literal["completed", "awaiting_approval"]
-"""How a run that returned ended: with an answer, or paused on calls waiting for approval."""
+RunStatus: TypeAlias = Literal["completed", "awaiting_approval", "paused_after_compaction"]
+"""How a run that returned ended: with an answer, paused on calls waiting for approval, or
+paused right after a compaction (``pause_after_compaction``)."""
 
 
 @attrs.frozen
@@ -33,7 +34,11 @@ class RunResult:
             tool calls a ``wrap_tool_call`` wrapper held back for a human decision
             (``harness-tool-approval``); they are stored in the session, so the run can be
             resumed in another process with ``agent.run(None, session=...,
-            approvals={call_id: decision})``.
+            approvals={call_id: decision})``. ``"paused_after_compaction"``: a capability
+            compacted the history and the agent (or the capability) asked to pause
+            (``pause_after_compaction``); the compacted history is saved and its request
+            not yet sent: review ``all_messages``, then continue with
+            ``agent.run(None, session=...)`` (or a new prompt). ``output`` is ``None``.
         pending_approvals: The held-back calls when paused, in call order.
     """
 
@@ -45,5 +50,20 @@ class RunResult:
     session: Session
     iterations: int = 0
     state: RunState = attrs.field(factory=RunState, repr=False)
+    status: RunStatus = "completed"
+    pending_approvals: tuple[ToolCallPart, ...] = ()
+
+
+@attrs.frozen
+class RunOutcome:
+    """What the orchestrator hands back to :class:`~harness.run.agent.Agent`."""
+
+    output: str | None
+    new_messages: list[CanonicalMessage]
+    all_messages: list[CanonicalMessage]
+    usage: Usage
+    request_id: str
+    iterations: int
+    state: RunState
     status: RunStatus = "completed"
     pending_approvals: tuple[ToolCallPart, ...] = ()

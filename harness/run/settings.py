@@ -15,6 +15,7 @@ from typing import TypeAlias
 import attrs
 
 from harness.core.model import Model, ModelSettings, ToolDefinition
+from harness.run.continuity import ContinuitySettings
 from harness.tools.context import RunContext
 from harness.tools.tool import Tool
 
@@ -42,6 +43,7 @@ class RunSettings:
         model_settings: Settings sent with every request.
         tool_retry_base_delay: First backoff delay in seconds.
         fallback_tool_calls: Parse tool calls written as text.
+        continuity: Anchors, the post-compaction receipt, pausing after a compaction.
     """
 
     model: Model
@@ -58,3 +60,4 @@ class RunSettings:
     model_settings: ModelSettings = attrs.field(factory=ModelSettings)
     tool_retry_base_delay: float = 0.5
     fallback_tool_calls: bool = True
+    continuity: ContinuitySettings = attrs.field(factory=ContinuitySettings)

@@ -10,7 +10,8 @@ pytest fixtures of :mod:`harness.testing.pytest_plugin` available in every test
 * :func:`scripted_model` / :func:`tool_call`: a model that plays a list of responses.
 * :class:`HookRecorder`: every hook call a :class:`~harness.hooks.manager.PluginManager` makes.
 * :func:`assert_invariants`, :func:`assert_no_split_tool_pairs`, :func:`assert_request_kept`,
-  :func:`assert_user_prompts_kept`: assertions about what a transformation did.
+  :func:`assert_user_prompts_kept`, :func:`assert_pins_kept`: assertions about what a
+  transformation did (:func:`pin_parts` pins parts of a history for a property).
 * :func:`check_plugin` / :func:`assert_plugin_valid`: a plugin against the hook
   specifications and the ordering rules.
 * :func:`check_capability_invariants`: a ready-made hypothesis property test.
@@ -50,6 +51,7 @@ __all__ = [
     "assert_invariants",
     "assert_memo_matches_fresh",
     "assert_no_split_tool_pairs",
+    "assert_pins_kept",
     "assert_plugin_valid",
     "assert_replay_identical",
     "assert_request_kept",
@@ -63,6 +65,7 @@ __all__ = [
     "corpus_files",
     "make_agent",
     "make_context",
+    "pin_parts",
     "recorded_requests",
     "recorded_tool_calls",
     "scenario_agent",
@@ -80,6 +83,7 @@ from harness.testing.assertions import (
     assert_history_unchanged,
     assert_invariants,
     assert_no_split_tool_pairs,
+    assert_pins_kept,
     assert_request_kept,
     assert_transformation_safe,
     assert_user_prompts_kept,
@@ -87,7 +91,7 @@ from harness.testing.assertions import (
 from harness.testing.builders import HistoryBuilder, make_context
 from harness.testing.checks import KNOWN_CAPABILITY_NAMES, Problem, assert_plugin_valid, check_plugin
 from harness.testing.models import ScriptedCall, scripted_model, tool_call
-from harness.testing.properties import check_capability_invariants
+from harness.testing.properties import check_capability_invariants, pin_parts
 from harness.testing.recording import HookCall, HookRecorder, Registrar
 from harness.testing.replay import OTHER_STRATEGY_MARK, assert_memo_matches_fresh, clearable_returns
 from harness.testing.store_workers import assert_store_consistent, store_problems

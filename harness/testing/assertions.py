@@ -17,6 +17,7 @@ index, the part index and the tool call id at fault, and work with or without py
 from __future__ import annotations
 
 __all__ = [
+    "assert_pins_kept",
     "assert_history_unchanged",
     "assert_invariants",
     "assert_no_split_tool_pairs",
@@ -37,6 +38,7 @@ from harness.core.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
+from harness.core.pins import lost_pins
 from harness.history import check_invariants
 
 _MAX_LISTED = 5
@@ -238,12 +240,14 @@ def assert_transformation_safe(
     after: Sequence[CanonicalMessage],
     *,
     user_prompts: bool = True,
+    pins: bool = True,
 ) -> None:
     """Run every history assertion at once: the checks a property test of a capability makes.
 
     :func:`assert_invariants` on ``after`` (only when ``before`` was valid: a transformation
     is not blamed for damage it received), :func:`assert_no_split_tool_pairs`,
-    :func:`assert_request_kept` and, with ``user_prompts``, :func:`assert_user_prompts_kept`.
+    :func:`assert_request_kept`, with ``user_prompts`` :func:`assert_user_prompts_kept`, and
+    with ``pins`` :func:`assert_pins_kept`.
 
     Raises:
         AssertionError: The first assertion that fails.
@@ -254,6 +258,20 @@ def assert_transformation_safe(
     assert_request_kept(before, after)
     if user_prompts:
         assert_user_prompts_kept(before, after)
+    if pins:
+        assert_pins_kept(before, after)
+
+
+def assert_pins_kept(before: Sequence[CanonicalMessage], after: Sequence[CanonicalMessage]) -> None:
+    """Assert that every pinned part of ``before`` is in ``after``, unchanged (it may have moved).
+
+    Raises:
+        AssertionError: Naming each lost or changed pinned part.
+    """
+    lost = lost_pins(before, after)
+    if lost:
+        shown = [f"{part.part_kind} {_snippet(str(getattr(part, 'content', '')))}" for part in lost]
+        raise AssertionError(f"{len(lost)} pinned part(s) lost or changed:\n{_listing(shown)}")
 
 
 def assert_history_unchanged(before: Sequence[CanonicalMessage], after: Sequence[CanonicalMessage]) -> None:

@@ -12,12 +12,13 @@ It needs the ``testing`` extra (``hypothesis``), imported when the function is c
 
 from __future__ import annotations
 
-__all__ = ["check_capability_invariants"]
+__all__ = ["check_capability_invariants", "pin_parts"]
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from harness.core.messages import CanonicalMessage
+from harness.core.messages import CanonicalMessage, UnknownPart, replace
+from harness.core.pins import pin
 from harness.run.compaction import compact_sync
 from harness.testing.assertions import assert_transformation_safe
 
@@ -39,6 +40,7 @@ def check_capability_invariants(
     model_name: str | None = None,
     context_window: int | None = None,
     shrink: bool = True,
+    pins: bool = True,
 ) -> None:
     """Run a capability over generated histories and assert the history invariants.
 
@@ -48,7 +50,9 @@ def check_capability_invariants(
     checks the result: no invariant broken, no tool call split from its answers, the
     request being sent kept, and (with ``user_prompts``) no user prompt lost. A
     ``CapabilityError`` from the guard fails the test too. Hypothesis shrinks a failure to
-    a minimal history.
+    a minimal history. With ``pins``, random parts of the drawn histories are pinned
+    (:func:`harness.pin`), and :func:`~harness.testing.assert_pins_kept` checks that the
+    capability kept every one of them unchanged.
 
     Call it from a synchronous test (it runs its own event loop).
 
@@ -67,6 +71,7 @@ def check_capability_invariants(
         model_name: Passed to ``compact_sync`` (picks the tokenizer).
         context_window: Passed to ``compact_sync`` (fraction triggers).
         shrink: Let hypothesis shrink a failure to a minimal history (slower to fail).
+        pins: Pin random parts (about one in four) and assert none is lost or changed.
 
     Raises:
         AssertionError: A property failed (hypothesis reports the minimal example).
@@ -79,6 +84,7 @@ def check_capability_invariants(
 
     strategy = histories if histories is not None else default_histories(min_messages=1, max_messages=30)
     forces = st.booleans() if force is None else st.just(force)
+    flags = st.lists(st.sampled_from((False, False, False, True)), max_size=64) if pins else st.just([])
 
     phases = tuple(Phase) if shrink else tuple(p for p in Phase if p not in (Phase.shrink, Phase.explain))
 
@@ -88,8 +94,9 @@ def check_capability_invariants(
         phases=phases,
         suppress_health_check=[HealthCheck.too_slow],
     )
-    @given(strategy, forces)
-    def run(before: list[CanonicalMessage], forced: bool) -> None:
+    @given(strategy, forces, flags)
+    def run(drawn: list[CanonicalMessage], forced: bool, pinned: list[bool]) -> None:
+        before = pin_parts(drawn, pinned)
         capability = capability_factory()
         result = compact_sync(
             before,
@@ -117,3 +124,28 @@ def check_capability_invariants(
                 )
 
     run()
+
+
+def pin_parts(messages: list[CanonicalMessage], flags: Sequence[bool]) -> list[CanonicalMessage]:
+    """``messages`` with the parts whose flag is true pinned (flags in part order; missing: unpinned).
+
+    Parts that cannot carry a pin (unknown parts, metadata that is not a mapping) are skipped.
+    """
+    if not any(flags):
+        return messages
+    out: list[CanonicalMessage] = []
+    index = 0
+    for message in messages:
+        parts = list(message.parts)
+        for position, part in enumerate(parts):
+            flagged = index < len(flags) and flags[index]
+            index += 1
+            metadata = getattr(part, "metadata", None)
+            if (
+                flagged
+                and not isinstance(part, UnknownPart)
+                and (metadata is None or isinstance(metadata, Mapping))
+            ):
+                parts[position] = pin(part, "property")
+        out.append(message if parts == list(message.parts) else replace(message, parts=tuple(parts)))
+    return out

@@ -661,18 +661,28 @@ SMALL = histories(min_messages=1, max_messages=9)
 
 def test_check_capability_invariants_passes_a_safe_capability():
     # A window drops old prompts by design: only the pair and request properties apply.
-    check_capability_invariants(lambda: Clip(keep=3), max_examples=25, user_prompts=False, idempotent=True)
+    # Clip knows nothing of pins: drawn without pins it is safe, with them the kit catches it.
+    check_capability_invariants(
+        lambda: Clip(keep=3), max_examples=25, user_prompts=False, idempotent=True, pins=False
+    )
+
+
+def test_check_capability_invariants_pins_random_parts_and_catches_a_capability_that_drops_them():
+    with pytest.raises(CapabilityError, match="lost_pinned_part"):
+        check_capability_invariants(lambda: Clip(keep=3), max_examples=60, user_prompts=False, shrink=False)
 
 
 def test_check_capability_invariants_catches_lost_prompts_and_non_idempotence():
     with pytest.raises(AssertionError, match="user prompt"):
-        check_capability_invariants(Clip, max_examples=30, histories=SMALL, shrink=False)
+        check_capability_invariants(Clip, max_examples=30, histories=SMALL, shrink=False, pins=False)
     with pytest.raises(AssertionError, match="user prompt"):
-        check_capability_invariants(DropPrompts, max_examples=30, histories=SMALL, force=True, shrink=False)
-    check_capability_invariants(DropPrompts, max_examples=10, force=True, user_prompts=False)
+        check_capability_invariants(
+            DropPrompts, max_examples=30, histories=SMALL, force=True, shrink=False, pins=False
+        )
+    check_capability_invariants(DropPrompts, max_examples=10, force=True, user_prompts=False, pins=False)
     with pytest.raises(AssertionError, match="not idempotent"):
         check_capability_invariants(
-            Flip, max_examples=30, histories=SMALL, force=True, idempotent=True, shrink=False
+            Flip, max_examples=30, histories=SMALL, force=True, idempotent=True, shrink=False, pins=False
         )
 
 
@@ -883,3 +893,16 @@ def test_every_capability_distribution_harness_ships_is_a_known_name() -> None:
                     shipped.add(name)  # an observer (harness-otel) points at an instance
     assert "recall" in shipped
     assert shipped == set(KNOWN_CAPABILITY_NAMES)
+
+
+def test_pin_parts_and_assert_pins_kept():
+    from harness.core import is_pinned
+    from harness.testing import assert_pins_kept, pin_parts
+
+    history = [CanonicalMessage.request(UserPromptPart("a"), UserPromptPart("b"))]
+    pinned = pin_parts(history, [False, True])
+    assert [is_pinned(p) for p in pinned[0].parts] == [False, True]
+    assert pin_parts(history, []) is history
+    assert_pins_kept(pinned, pinned)
+    with pytest.raises(AssertionError, match=r"1 pinned part\(s\) lost or changed:\n  - user-prompt 'b'"):
+        assert_pins_kept(pinned, [CanonicalMessage.request(UserPromptPart("a"))])
