@@ -20,7 +20,6 @@ import json
 import os
 import subprocess
 import sys
-import venv
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -56,18 +55,14 @@ def _groups() -> dict[str, Group]:
 
 
 def reference_python() -> Path:
-    """Create the reference virtual environment on first use and return its interpreter."""
-    python = REFERENCE_VENV / "bin" / "python"
-    marker = REFERENCE_VENV / ".installed"
-    if not marker.exists():
-        print(f"creating {REFERENCE_VENV} with {REFERENCE_REQUIREMENT} ...", file=sys.stderr)
-        venv.EnvBuilder(with_pip=True, clear=True).create(REFERENCE_VENV)
-        subprocess.run(
-            [str(python), "-m", "pip", "install", "--quiet", REFERENCE_REQUIREMENT],
-            check=True,
-        )
-        marker.write_text(REFERENCE_REQUIREMENT)
-    return python
+    """Create the reference virtual environment on first use and return its interpreter.
+
+    The same helper as ``harness eval --reference`` (:func:`harness.eval.reference.reference_python`),
+    with this folder and only the reference distribution.
+    """
+    from harness.eval.reference import reference_python as create
+
+    return create(REFERENCE_VENV, [REFERENCE_REQUIREMENT])
 
 
 def run_reference(sizes: list[int]) -> dict[tuple[str, int], float]:

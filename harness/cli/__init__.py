@@ -11,6 +11,7 @@ __all__ = ["cli", "main"]
 from harness.cli import (
     compact,
     demo_cmd,
+    eval_cmd,
     hooks,
     inspect_cmd,
     plugins_cmd,
@@ -22,4 +23,4 @@ from harness.cli import (
 )
 from harness.cli._app import cli, main
 
-del compact, demo_cmd, hooks, inspect_cmd, plugins_cmd, replay, run, sessions, stats, worker
+del compact, demo_cmd, eval_cmd, hooks, inspect_cmd, plugins_cmd, replay, run, sessions, stats, worker

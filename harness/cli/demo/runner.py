@@ -38,9 +38,10 @@ import attrs
 from harness.capabilities.context import CompactionEvent
 from harness.cli.demo.measure import Comparison, RequestMeasure, RequestMeter, compare
 from harness.cli.sessions.files import session_file
-from harness.core.messages import CanonicalMessage, SystemPromptPart
+from harness.core.messages import CanonicalMessage
 from harness.history import check_invariants
 from harness.hooks.manager import PluginManager
+from harness.replay.offline import recorded_system_prompt, use_structural_digest
 from harness.session import Session
 from harness.session.store import SessionStore
 from harness.tokens import TokenCounter
@@ -78,34 +79,6 @@ def default_root() -> Path:
     command, so the demo works anywhere.
     """
     return Path(__file__).resolve().parents[2]
-
-
-def use_structural_digest(capabilities: Sequence[object]) -> int:
-    """Make summarizing capabilities write their summaries with their structural digest.
-
-    A summarizing capability without its own ``summarizer`` or ``model`` asks the agent's
-    model for a summary. A replayed or scripted model cannot write one (a replayed model
-    would even hand out a recorded response meant for the agent), so for those runs each
-    such capability (tiers of a tiered capability included) uses its ``digest``.
-
-    Returns:
-        How many capabilities were switched.
-    """
-    switched = 0
-    for capability in capabilities:
-        tiers: Any = getattr(capability, "tiers", ())
-        if isinstance(tiers, list | tuple):
-            switched += use_structural_digest(tiers)  # pyright: ignore[reportUnknownArgumentType]
-        digest = getattr(capability, "digest", None)
-        if (
-            digest is not None
-            and hasattr(capability, "summarizer")
-            and getattr(capability, "summarizer", None) is None
-            and getattr(capability, "model", None) is None
-        ):
-            capability.summarizer = digest  # pyright: ignore[reportAttributeAccessIssue]
-            switched += 1
-    return switched
 
 
 def _manager(meter: RequestMeter) -> PluginManager:
@@ -247,12 +220,6 @@ async def run_demo(
 
 
 # ---------------------------------------------------------------------------- replay
-
-
-def recorded_system_prompt(history: Sequence[CanonicalMessage]) -> str | None:
-    """The system prompt stored in the first message of a recording (the loop strips stored ones)."""
-    parts = [p.content for m in history[:1] for p in m.parts if isinstance(p, SystemPromptPart)]
-    return "\n\n".join(parts) or None
 
 
 @attrs.frozen
