@@ -17,7 +17,7 @@ from typing import Any
 
 warnings.simplefilter("ignore")
 
-from harness import CanonicalMessage, TextPart, ToolCallPart, ToolReturnPart, compact_sync  # noqa: E402
+from harness import CanonicalMessage, Capability, TextPart, ToolCallPart, ToolReturnPart, compact_sync  # noqa: E402
 from harness.history import check_invariants  # noqa: E402
 from harness.hooks import PluginManager  # noqa: E402
 
@@ -27,6 +27,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "dedupe_file_reads": {},
     "limit_warner": {"max_iterations": 10},
     "recall": {"max_chars": 2000},
+    "clamp_oversized_messages": {"max_tokens": 100},
     "summarizing": {"max_messages": 10, "keep_messages": 4},
 }
 
@@ -213,6 +214,21 @@ def check_middleware(name: str, cls: type) -> int:
         result = agent.run_sync("go")
         ok = (result.output or "").startswith("call 0 | call 1 | ") and "call 2" not in (result.output or "")
         detail = repr(result.output)
+    elif name == "anthropic_context_management":
+        from harness.core import ModelSettings
+        from harness.models.anthropic import AnthropicModel
+
+        capability = cls(clear_tool_uses={"keep": 3}, compaction=True)
+        settings = capability.settings_for(ModelSettings())
+        body = AnthropicModel("claude-sonnet-4-6", api_key="unused").request_body(
+            [CanonicalMessage.user("hi")], [], settings
+        )
+        answer = CanonicalMessage.response(TextPart("untouched"))
+        other = Agent(FunctionModel(lambda m, i: answer), capabilities=[capability]).run_sync("hi")
+        edits = [edit["type"] for edit in body["context_management"]["edits"]]
+        beta = settings.extra["extra_headers"]["anthropic-beta"]
+        ok = edits == ["clear_tool_uses_20250919", "compact_20260112"] and other.output == "untouched"
+        detail = f"Anthropic body edits {edits}, anthropic-beta {beta!r}; another model: {other.output!r}"
     else:  # tool_approval
         from harness_tool_approval import Approve  # pyright: ignore[reportMissingImports]
 
@@ -222,6 +238,58 @@ def check_middleware(name: str, cls: type) -> int:
         ok = paused.status == "awaiting_approval" and resumed.output == "call 0"
         detail = f"{paused.status} -> {resumed.status}: {resumed.output!r}"
     print(f"{name}: {detail}, {'as expected' if ok else 'NOT as expected'}")
+    return 0 if ok else 1
+
+
+class _ClearReads(Capability):
+    """A minimal stack for CompactOnRequest: replaces every tool result but the newest with a placeholder."""
+
+    name = "clear_reads"
+
+    async def compact(self, ctx: Any, *, reason: str = "forced") -> None:
+        from harness import ToolReturnPart
+
+        returns = [
+            (mi, pi)
+            for mi, m in enumerate(ctx.messages)
+            for pi, p in enumerate(m.parts)
+            if isinstance(p, ToolReturnPart) and p.tool_name == "read"
+        ]
+        messages = list(ctx.messages)
+        for mi, pi in returns[:-1]:
+            parts = list(messages[mi].parts)
+            parts[pi] = ToolReturnPart(parts[pi].tool_call_id, "read", "[cleared]")
+            messages[mi] = messages[mi].replace(parts=tuple(parts))
+        ctx.replace_messages(messages, strategy=self.name, reason=reason)
+
+
+def check_compact_on_request(cls: type) -> int:
+    """The model calls compact_context; the next request is smaller and the tool's answer says so."""
+    from harness import Agent, CanonicalMessage, ToolCallPart, ToolReturnPart
+    from harness.models.function import FunctionModel
+    from harness.tokens import TokenCounter
+
+    def read(path: str) -> str:
+        """Read a file.
+
+        Args:
+            path: The file.
+        """
+        return f"{path}: " + "text " * 800
+
+    steps = [CanonicalMessage.response(ToolCallPart(f"r{i}", "read", {"path": f"f{i}"})) for i in range(3)]
+    steps.append(CanonicalMessage.response(ToolCallPart("k", "compact_context", {"reason": "reads done"})))
+    model = FunctionModel.from_responses(*steps, "done")
+    result = Agent(model, tools=[read], capabilities=[cls(stack=[_ClearReads()])]).run_sync("read")
+    before, after = (TokenCounter().count_messages(model.requests[i]) for i in (3, 4))
+    [answer] = [
+        p
+        for m in result.all_messages
+        for p in m.parts
+        if isinstance(p, ToolReturnPart) and p.tool_name == "compact_context"
+    ]
+    ok = after < before / 2 and str(answer.content).startswith("The context was compacted")
+    print(f"compact_on_request: request {before} -> {after} tokens around the call; {answer.content!r}")
     return 0 if ok else 1
 
 
@@ -242,7 +310,7 @@ def check_observer(name: str, manager: PluginManager) -> int:
 OBSERVERS = frozenset({"otel"})
 """Observer plugins registered as instances by their entry point, checked by running an agent through them."""
 
-MIDDLEWARE = frozenset({"model_fallback", "tool_limits", "tool_approval"})
+MIDDLEWARE = frozenset({"model_fallback", "tool_limits", "tool_approval", "anthropic_context_management"})
 """Middleware plugins (wrapper hooks around model and tool calls), checked by running an agent."""
 
 ENGINES: dict[str, Callable[[], int]] = {"temporal": check_temporal, "dbos": check_dbos}
@@ -267,6 +335,8 @@ def main(name: str) -> int:
     cls = available[name]
     if name in MIDDLEWARE:
         return check_middleware(name, cls)
+    if name == "compact_on_request":
+        return check_compact_on_request(cls)
     capability = cls(tiers=[_Drop()], target_tokens=1000) if name == "tiered" else cls(**CONFIGS[name])
     result = compact_sync(history(), [capability], force=True, context_window=100_000)
     problems = check_invariants(result.messages)

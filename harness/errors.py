@@ -27,7 +27,7 @@ The families:
   :class:`ToolRetryBudgetExceeded`, :class:`RunStopped`, :class:`ApprovalPendingError`);
 * durable runs: :class:`WorkflowIncompatibleError`, :class:`AgentLoadError`;
 * applications: :class:`CodingAgentMissingError`, :class:`PlotUnavailableError`,
-  :class:`ScriptError`, :class:`HistoryBuildError`.
+  :class:`ScriptError`, :class:`HistoryBuildError`, :class:`PricesFileError`, :class:`EvalRunError`.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ __all__ = [
     "CapabilityOrderError",
     "CodingAgentMissingError",
     "EmptyResponseError",
+    "EvalRunError",
     "HarnessError",
     "HarnessExperimentalWarning",
     "HarnessWarning",
@@ -61,6 +62,7 @@ __all__ = [
     "ModelUnavailableError",
     "PlotUnavailableError",
     "PluginLoadError",
+    "PricesFileError",
     "ProviderNotInstalledError",
     "ReplayExhausted",
     "RequestTimeout",
@@ -797,6 +799,44 @@ class CodingAgentMissingError(HarnessError):
 
 class PlotUnavailableError(HarnessError):
     """matplotlib, needed for the PNG chart, is not installed."""
+
+
+class PricesFileError(HarnessError, ValueError):
+    """A prompt-cache prices file (``harness eval --prices``) cannot be read or has a bad value.
+
+    Attributes:
+        path: The file (``None`` for the packaged defaults).
+        key: The dotted key at fault (``providers.openai.cache_read``), ``None`` for the file.
+        reason: What is wrong.
+    """
+
+    def __init__(self, path: Path | None, key: str | None, reason: str) -> None:
+        where = str(path) if path is not None else "the packaged prices"
+        super().__init__(f"{where}: {key}: {reason}" if key else f"{where}: {reason}")
+        self.path = path
+        self.key = key
+        self.reason = reason
+
+
+class EvalRunError(HarnessError):
+    """One replay of ``harness eval`` failed (in this process or a worker process).
+
+    Attributes:
+        file: The transcript.
+        stack: The stack's label.
+        budget: The budget.
+        error: The original error's type name and message.
+    """
+
+    def __init__(self, file: str, stack: str, budget: int, error: str) -> None:
+        super().__init__(f"{file}: stack {stack!r} at budget {budget}: {error}")
+        self.file = file
+        self.stack = stack
+        self.budget = budget
+        self.error = error
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.file, self.stack, self.budget, self.error))
 
 
 class ScriptError(HarnessError):

@@ -43,7 +43,10 @@ def _entry_points() -> dict[str, str]:
 
 def test_there_are_six_capability_distributions() -> None:
     assert [p.name for p in DISTRIBUTIONS] == [
+        "harness-anthropic-context",
+        "harness-clamp-oversized",
         "harness-clear-tool-results",
+        "harness-compact-on-request",
         "harness-dedupe-file-reads",
         "harness-limit-warner",
         "harness-recall",

@@ -16,6 +16,7 @@ SECTIONS = (
     "Middleware: wrapping model calls, tool calls and runs",
     "Human approval of tool calls",
     "Logs and telemetry",
+    "Continuity across compaction",
 )
 
 
@@ -80,3 +81,13 @@ def test_the_streaming_example_streams_text_and_tool_events(tmp_path: Path) -> N
     assert "[calling read_file(" in out
     assert "[read_file returned 'contents of a']" in out
     assert out.rstrip().endswith("All files read. completed")
+
+
+def test_the_continuity_example_pauses_and_sends_the_receipt_on_resume(tmp_path: Path) -> None:
+    (code,) = re.findall(r"^```python\n(.*?)^```", section("Continuity across compaction"), re.S | re.M)
+    lines = run(code, tmp_path).stdout.splitlines()
+    assert lines[0] == "paused_after_compaction"
+    assert lines[-1] == "completed done"
+    receipts = lines[1:-1]
+    assert receipts
+    assert set(receipts) == {"[harness] The conversation was compacted before this request:"}

@@ -193,7 +193,8 @@ def cli(verbose: int, quiet: bool) -> None:
     """harness: a minimal agent loop with pluggy hooks and context-window capabilities.
 
     Exit codes: 0 ok, 1 the command found a problem (e.g. invariant violations),
-    2 usage or input error, 3 over --window (compact), 130 interrupted.
+    2 usage or input error, 3 over --window (compact), 4 the session changed
+    meanwhile (compact --session), 130 interrupted.
     """
     from harness.cli.logs import configure_logging
 

@@ -3,9 +3,12 @@
 With ``stream=True`` the Messages API sends ``message_start`` (the message with empty
 ``content`` and the input usage), then per content block ``content_block_start``,
 ``content_block_delta`` events (``text_delta``, ``thinking_delta``, ``signature_delta``,
-``input_json_delta``, ``citations_delta``) and ``content_block_stop``, then
-``message_delta`` (``stop_reason`` and the final usage) and ``message_stop``. ``ping``
-events may come anywhere; the SDK drops them and raises for an ``error`` event.
+``input_json_delta``, ``citations_delta``, ``compaction_delta``) and ``content_block_stop``,
+then ``message_delta`` (``stop_reason``, the final usage and, with context management, the
+``context_management`` the server applied) and ``message_stop``. ``ping`` events may come
+anywhere; the SDK drops them and raises for an ``error`` event. A server-side ``compaction``
+block comes whole: its summary (and ``encrypted_content``) in one ``compaction_delta``; it
+yields no delta.
 
 :class:`MessageAccumulator` turns each event into the deltas the consumer sees (their
 ``index`` is the block's ``index``, so it is the part's position in the response) and
@@ -63,6 +66,8 @@ class MessageAccumulator:
             for key in ("stop_reason", "stop_sequence", "container"):
                 if key in delta:
                     self._message[key] = delta[key]
+            if event.get("context_management") is not None:
+                self._message["context_management"] = event["context_management"]
             self._merge_usage(event.get("usage"))
         elif kind == "message_stop":
             self._stopped = True
@@ -111,7 +116,12 @@ class MessageAccumulator:
         if kind == "signature_delta":
             signature = _text(delta.get("signature"))
             block["signature"] = signature
-            return [ThinkingDelta("", index, signature)]
+            return [ThinkingDelta("", index, signature)] if block.get("type") == "thinking" else []
+        if kind == "compaction_delta":  # each delta carries the summary whole (the SDK replaces too)
+            for key in ("content", "encrypted_content"):
+                if key in delta:
+                    block[key] = delta[key]
+            return []
         if kind == "input_json_delta":
             fragment = _text(delta.get("partial_json"))
             self._json.setdefault(index, []).append(fragment)

@@ -15,7 +15,8 @@ Mapping (canonical -> Messages API):
   the previous response, ``is_error`` for retry prompts), then text and image blocks;
 * a response: one ``assistant`` turn with ``thinking`` blocks (Anthropic's own, signature
   sent back verbatim), ``redacted_thinking`` blocks, non-blank ``text`` and ``tool_use``;
-  thinking from other providers (no Anthropic signature) is not sent;
+  thinking from other providers (no Anthropic signature) is not sent; server-side
+  ``compaction`` blocks (:data:`COMPACTION_KIND` parts) go back verbatim, in place;
 * turns are strictly alternating: consecutive same-role turns are merged and empty turns
   dropped; a history starting with a response gets a short user turn in front.
 
@@ -24,7 +25,11 @@ consistently for calls and results, e.g. ``call~2`` -> ``call_2_<hash>``.
 
 ``max_tokens`` is required by the API: ``ModelSettings.max_tokens``, else the model's
 ``max_tokens`` (default :data:`DEFAULT_MAX_TOKENS`). Extended thinking is switched on through
-``ModelSettings(extra={"thinking": {"type": "enabled", "budget_tokens": 2048}})``.
+``ModelSettings(extra={"thinking": {"type": "enabled", "budget_tokens": 2048}})``; context
+management (``context_management`` and an ``anthropic-beta`` header in ``extra_headers``) the
+same way: the ``harness-anthropic-context`` plugin does it. A response's
+``context_management`` (the edits the server applied) is kept in its
+``extra["provider_details"]["context_management"]``.
 
 Streaming (:meth:`AnthropicModel.request_stream`) reads the raw stream events
 (``create(stream=True)``) and rebuilds the Message a plain request returns (see
@@ -34,6 +39,7 @@ Streaming (:meth:`AnthropicModel.request_stream`) reads the raw stream events
 from __future__ import annotations
 
 __all__ = [
+    "COMPACTION_KIND",
     "CONTINUATION_TEXT",
     "DEFAULT_MAX_TOKENS",
     "AnthropicModel",
@@ -55,6 +61,7 @@ import anthropic
 import attrs
 import httpx2
 
+from harness.core.frozen import thaw
 from harness.core.messages import (
     CanonicalMessage,
     Part,
@@ -88,6 +95,9 @@ CONTINUATION_TEXT = "(earlier conversation omitted)"
 """User text put in front of a history that starts with a response (the API wants a user turn first)."""
 
 PROVIDER = "anthropic"
+COMPACTION_KIND = "anthropic-compaction"
+"""``UnknownPart.kind`` of a server-side ``compaction`` block, sent back verbatim: its ``data`` is the
+block as received plus ``part_kind`` (as the wire writes it, so it loads back equal), left out when sent."""
 REDACTED_ID = "redacted_thinking"
 """``ThoughtPart.extra["id"]`` marking redacted thinking (``signature`` holds its data), as in pydantic-ai."""
 
@@ -102,6 +112,7 @@ _FINISH_REASONS = {
     "end_turn": "stop",
     "stop_sequence": "stop",
     "pause_turn": "stop",
+    "compaction": "stop",  # pause_after_compaction: the response holds the compaction block only
     "max_tokens": "length",
     "model_context_window_exceeded": "length",
     "tool_use": "tool_call",
@@ -164,6 +175,9 @@ def _assistant_blocks(message: CanonicalMessage) -> list[_Block]:
         elif isinstance(part, TextPart):
             if part.content.strip():
                 blocks.append({"type": "text", "text": part.content})
+        elif isinstance(part, UnknownPart):
+            if part.kind == COMPACTION_KIND:
+                blocks.append({key: thaw(value) for key, value in part.data.items() if key != "part_kind"})
         elif isinstance(part, ToolCallPart):
             try:
                 arguments = part.args_as_dict()
@@ -264,7 +278,9 @@ def from_anthropic_message(data: Mapping[str, Any], *, model_name: str) -> Canon
     """Map a Messages API response (as a JSON object) to a response message.
 
     Unknown block types (server tools...) are kept as :class:`~harness.core.messages.UnknownPart`
-    with kind ``"anthropic-<type>"`` and are not sent back.
+    with kind ``"anthropic-<type>"`` and are not sent back, except ``compaction`` blocks
+    (:data:`COMPACTION_KIND`). The response's ``context_management`` goes to
+    ``extra["provider_details"]``.
 
     Args:
         data: The message, e.g. ``message.to_dict()``.
@@ -301,12 +317,17 @@ def from_anthropic_message(data: Mapping[str, Any], *, model_name: str) -> Canon
                     else {},
                 )
             )
+        elif kind == "compaction":
+            parts.append(UnknownPart(COMPACTION_KIND, {**block, "part_kind": COMPACTION_KIND}))
         else:
             parts.append(UnknownPart(f"anthropic-{kind}", dict(block)))
     raw_finish: object = data.get("stop_reason")
     finish = _FINISH_REASONS.get(raw_finish, raw_finish) if isinstance(raw_finish, str) else None
     name: object = data.get("model")
     response_id: object = data.get("id")
+    details: dict[str, Any] = {"finish_reason": raw_finish} if isinstance(raw_finish, str) else {}
+    if isinstance(data.get("context_management"), Mapping):
+        details["context_management"] = data["context_management"]
     return CanonicalMessage.response(
         *parts,
         model_name=name if isinstance(name, str) and name else model_name,
@@ -315,7 +336,7 @@ def from_anthropic_message(data: Mapping[str, Any], *, model_name: str) -> Canon
         provider_name=PROVIDER,
         provider_response_id=response_id if isinstance(response_id, str) else None,
         finish_reason=finish,
-        extra={"provider_details": {"finish_reason": raw_finish}} if isinstance(raw_finish, str) else None,
+        extra={"provider_details": details} if details else None,
     )
 
 
@@ -481,7 +502,7 @@ class AnthropicModel(SDKClientOwner[anthropic.AsyncAnthropic]):
                 extra_query=options.extra_query,
                 timeout=options.timeout,
             )
-            return result.to_dict()
+            return result.to_dict(warnings=False)  # a block this SDK version lacks is kept as sent
 
         try:
             data = await send_with_retries(
@@ -540,7 +561,7 @@ class AnthropicModel(SDKClientOwner[anthropic.AsyncAnthropic]):
             events = MessageAccumulator()
             try:
                 async for event in stream:
-                    for delta in events.feed(event.to_dict()):
+                    for delta in events.feed(event.to_dict(warnings=False)):
                         yield delta
             except httpx2.TimeoutException as exc:  # the SDK lets transport errors out of a stream
                 raise anthropic.APITimeoutError(request=stream.response.request) from exc

@@ -85,9 +85,12 @@ KNOWN_CAPABILITY_NAMES: Final = frozenset(
         "summarizing",
         "tiered",
         "recall",
+        "clamp_oversized_messages",
+        "compact_on_request",
         "model_fallback",
         "tool_limits",
         "tool_approval",
+        "anthropic_context_management",
     }
 )
 """Names of the capabilities harness ships; ``runs_before`` may name them even when absent."""

@@ -25,7 +25,10 @@ INSTALLED = {
     "limit_warner": "harness-limit-warner",
     "summarizing": "harness-summarizing",
     "recall": "harness-recall",
+    "clamp_oversized_messages": "harness-clamp-oversized",
+    "compact_on_request": "harness-compact-on-request",
     "tiered": "harness-tiered",
+    "anthropic_context_management": "harness-anthropic-context",
 }
 MIDDLEWARE_PLUGINS = {
     "model_fallback": ("harness-model-fallback", "wrap_model_request"),
