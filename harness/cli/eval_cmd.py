@@ -58,7 +58,7 @@ def figures_table(rows: list[StackFigures], budget: int, providers: dict[str, st
             *(_percent(row.recall_of(name)) for name, _ in _RECALL_COLUMNS),
             f"{row.total_tokens:,}",
             f"{row.peak_tokens:,}",
-            f"{row.over_budget} of {row.requests}",
+            f"{row.over_budget} of {row.requests} ({row.over_budget_unavoidable} unavoidable)",
             *(_millions(row.costs.get(key, 0.0)) for key in providers),
             str(row.cache_busts),
             invalid,

@@ -40,6 +40,7 @@ from typing import Any, Final
 
 from harness.core.messages import CanonicalMessage
 from harness.errors import EvalRunError
+from harness.eval.budget import is_unavoidable
 from harness.eval.pricing import Prices, price_requests
 from harness.eval.probes import ProbeSet, extract_probes
 from harness.eval.recall import RecallScorer
@@ -147,11 +148,13 @@ def score_reference_run(
     scorer = RecallScorer(probes)
     requests: list[tuple[int, int]] = []
     invalid = 0
+    unavoidable = 0
     previous: list[CanonicalMessage] = []
     for indices in run["requests"]:
         sent: list[CanonicalMessage] = [table[int(i)] for i in indices]
         total = counter.count_messages(sent)
         requests.append((total, tokens.common_prefix(previous, sent) if previous else 0))
+        unavoidable += is_unavoidable(sent, total, budget, counter)
         invalid += bool(check_invariants(sent))
         scorer.score(sent)
         previous = sent
@@ -167,6 +170,7 @@ def score_reference_run(
         total_tokens=sum(sizes),
         peak_tokens=max(sizes, default=0),
         over_budget=sum(1 for size in sizes if size > budget),
+        over_budget_unavoidable=unavoidable,
         costs=dict(priced.costs),
         cached_tokens=dict(priced.cached_tokens),
         cache_busts=priced.cache_busts,

@@ -39,6 +39,8 @@ class RunFigures:
         total_tokens: Input tokens over every request.
         peak_tokens: The largest request.
         over_budget: Requests above the budget.
+        over_budget_unavoidable: Of those, the requests whose first message and newest turn
+            alone exceed the budget (:mod:`harness.eval.budget`): no stack could fit them.
         costs: Cache-priced cost per provider, in units of the base input price.
         cached_tokens: Tokens served from the cache, per provider.
         cache_busts: Requests after the first whose token prefix changed.
@@ -59,6 +61,7 @@ class RunFigures:
     total_tokens: int
     peak_tokens: int
     over_budget: int
+    over_budget_unavoidable: int
     costs: Mapping[str, float]
     cached_tokens: Mapping[str, int]
     cache_busts: int
@@ -100,6 +103,7 @@ class StackFigures:
     total_tokens: int
     peak_tokens: int
     over_budget: int
+    over_budget_unavoidable: int
     costs: Mapping[str, float]
     cached_tokens: Mapping[str, int]
     cache_busts: int
@@ -134,6 +138,7 @@ class StackFigures:
             total_tokens=sum(r.total_tokens for r in runs),
             peak_tokens=max(r.peak_tokens for r in runs),
             over_budget=sum(r.over_budget for r in runs),
+            over_budget_unavoidable=sum(r.over_budget_unavoidable for r in runs),
             costs=costs,
             cached_tokens=cached,
             cache_busts=sum(r.cache_busts for r in runs),
@@ -167,6 +172,7 @@ def _figures_json(figures: RunFigures | StackFigures) -> dict[str, Any]:
         "total_tokens": figures.total_tokens,
         "peak_tokens": figures.peak_tokens,
         "over_budget": figures.over_budget,
+        "over_budget_unavoidable": figures.over_budget_unavoidable,
         "cost": {key: round(value, 1) for key, value in figures.costs.items()},
         "cached_tokens": dict(figures.cached_tokens),
         "cache_busts": figures.cache_busts,

@@ -38,6 +38,7 @@ from harness.core.markers import hookimpl
 from harness.core.messages import CanonicalMessage, harness_mark
 from harness.core.nodes import ModelRequestNode, Node
 from harness.errors import EvalRunError
+from harness.eval.budget import is_unavoidable
 from harness.eval.pricing import Prices, load_prices, price_requests
 from harness.eval.probes import ProbeSet, extract_probes
 from harness.eval.recall import RecallScorer
@@ -67,6 +68,8 @@ class ContextRecorder:
         self.scorer = scorer
         self.tokens = tokens
         self.requests: list[tuple[int, int]] = []  # (tokens, common prefix with the previous)
+        self.budget: int | None = None
+        self.unavoidable = 0
         self.invalid = 0
         self.compactions = 0
         self.summarizer_calls = 0
@@ -88,6 +91,8 @@ class ContextRecorder:
         total = self.counter.count_messages(sent)
         prefix = self.tokens.common_prefix(previous, sent) if previous else 0
         self.requests.append((total, prefix))
+        if self.budget is not None and is_unavoidable(sent, total, self.budget, self.counter):
+            self.unavoidable += 1
         if check_invariants(sent):
             self.invalid += 1
         self.scorer.score(sent)
@@ -140,6 +145,7 @@ async def evaluate_history(
     use_structural_digest(capabilities)
     counter = TokenCounter(ReplayModel(history).model_name)
     recorder = ContextRecorder(counter, RecallScorer(probes, text_cache), RequestTokens(counter))
+    recorder.budget = budget
     manager = PluginManager()
     manager.register(recorder, name="harness_eval_recorder")
     await replay_history(
@@ -160,6 +166,7 @@ async def evaluate_history(
         total_tokens=sum(sizes),
         peak_tokens=max(sizes, default=0),
         over_budget=sum(1 for size in sizes if size > budget),
+        over_budget_unavoidable=recorder.unavoidable,
         costs=dict(priced.costs),
         cached_tokens=dict(priced.cached_tokens),
         cache_busts=priced.cache_busts,

@@ -61,6 +61,7 @@ def test_json_document_schema(runner: CliRunner, recording: Path) -> None:
         "total_tokens",
         "peak_tokens",
         "over_budget",
+        "over_budget_unavoidable",
         "cost",
         "cached_tokens",
         "cache_busts",
