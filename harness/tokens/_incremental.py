@@ -29,7 +29,7 @@ __all__ = ["EDIT_SEARCHES", "MAX_SNAPSHOTS", "HistoryIndex"]
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final, cast, final
 
 from harness.core._sequences import common_prefix, common_suffix
@@ -490,7 +490,12 @@ class HistoryIndex:
             if message.instructions and message.kind == "request":
                 last_instr = index
             usage = message.usage
-            if usage is not None and usage.request_tokens > 0 and message.kind == "response":
+            if (
+                usage is not None
+                and usage.request_tokens > 0
+                and message.kind == "response"
+                and not _edited_server_side(message)
+            ):
                 last_anchor = index
                 key = id(message)
                 entry = anchors.get(key)
@@ -545,3 +550,18 @@ class HistoryIndex:
             if entry is not None and entry.ref() is message:
                 entry.trusted = False
             index = source.anchor[index]
+
+
+def _edited_server_side(response: CanonicalMessage) -> bool:
+    """True when the provider edited the context it counted (Anthropic context management).
+
+    Its usage then counts the server's edited context, not the history kept here, so it is
+    no anchor: a later request to another provider would be under-counted.
+    """
+    details = response.extra.get("provider_details") if response.extra else None
+    if not isinstance(details, Mapping):
+        return False
+    managed = cast("Mapping[str, object]", details).get("context_management")
+    if not isinstance(managed, Mapping):
+        return False
+    return bool(cast("Mapping[str, object]", managed).get("applied_edits"))

@@ -391,3 +391,26 @@ def test_a_rebuilt_equal_history_is_compared_deeply_once_then_by_identity(
     # Without adopting the rebuilt objects every call re-compared ~2,000 messages deeply;
     # now each call costs a few deep comparisons per binary-search step.
     assert calls < 20 * 200
+
+
+def test_a_response_whose_context_the_provider_edited_is_no_anchor() -> None:
+    # Anthropic context management: the usage counts the server's edited context, far
+    # smaller than the history kept here; a request to another provider must not trust it.
+    counter = TokenCounter()
+    edited = {
+        "provider_details": {"context_management": {"applied_edits": [{"type": "clear_tool_uses_20250919"}]}}
+    }
+    history = [
+        CanonicalMessage.user("word " * 500),
+        CanonicalMessage.response(
+            TextPart("a"), usage=Usage(request_tokens=12, response_tokens=1), extra=edited
+        ),
+        CanonicalMessage.user("next"),
+    ]
+    assert counter.context_tokens(history) == counter.count_messages(history)
+    untouched = {"provider_details": {"context_management": {"applied_edits": []}}}
+    history[1] = CanonicalMessage.response(
+        TextPart("a"), usage=Usage(request_tokens=12, response_tokens=1), extra=untouched
+    )
+    fresh = TokenCounter()  # an unedited history, seen for the first time
+    assert fresh.context_tokens(history) == 13 + fresh.count_message(history[2])
