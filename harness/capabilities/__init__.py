@@ -9,14 +9,19 @@ Run a stack outside an agent with :func:`harness.compact` (defined in :mod:`harn
 from __future__ import annotations
 
 from harness.capabilities.base import Capability, Trigger
+from harness.capabilities.cache import CacheVerdict, cache_pays, check_cache_settings, remaining_requests
 from harness.capabilities.calls import ModelCall, ToolCall
 from harness.capabilities.context import CompactionEvent, RequestContext
 
 __all__ = [
+    "CacheVerdict",
     "Capability",
     "CompactionEvent",
     "ModelCall",
     "RequestContext",
     "ToolCall",
     "Trigger",
+    "cache_pays",
+    "check_cache_settings",
+    "remaining_requests",
 ]

@@ -9,6 +9,12 @@ separated from its answer.
 It clears in *batches*: the trigger counts only material that has not been cleared yet,
 and each firing clears everything but the kept pairs, so the history prefix stays stable
 (and prompt-cache friendly) until enough new material has accrued.
+
+A cleared result keeps what an agent needs to see again (:mod:`.excerpt`): its failure
+lines, the file paths and the names it named, bounded, after the placeholder. A pinned
+part (:func:`harness.is_pinned`) is never cleared, and neither is the other half of its
+pair. With ``cache_aware`` the trigger also asks whether clearing pays for the prompt-cache
+write it causes (:func:`cache_pays`).
 """
 
 from __future__ import annotations
@@ -17,103 +23,51 @@ __all__ = ["CLEARED_ARGS_KEY", "DEFAULT_PLACEHOLDER", "ClearToolResults"]
 
 import json
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import attrs
 
-from harness.capabilities import Capability, RequestContext, Trigger
-from harness.core import CanonicalMessage, Part, ToolCallPart, ToolReturnPart, harness_mark, marked_metadata
+from harness.capabilities import (
+    CacheVerdict,
+    Capability,
+    RequestContext,
+    Trigger,
+    cache_pays,
+    check_cache_settings,
+    remaining_requests,
+)
+from harness.core import (
+    CanonicalMessage,
+    Part,
+    RetryPromptPart,
+    ToolCallPart,
+    ToolReturnPart,
+    harness_mark,
+    is_pinned,
+    marked_metadata,
+)
 from harness.core import replace as evolve
 from harness.errors import MessageError
 from harness.history import PartCounter
+from harness_clear_tool_results._scan import (
+    Decision,
+    Memo,
+    References,
+    extends,
+    has_args,
+    is_cleared,
+    pair_id,
+    tool_names,
+    with_reference,
+)
+from harness_clear_tool_results.excerpt import excerpt, text_counter, text_of
 
 DEFAULT_PLACEHOLDER = "[tool result cleared]"
 """Content that replaces a cleared tool result (the reference implementation's text)."""
 
 CLEARED_ARGS_KEY = "_cleared"
 """Key of the JSON object that replaces cleared tool-call arguments: ``{"_cleared": placeholder}``."""
-
-_References = Callable[[CanonicalMessage, Part | None], str | None]
-"""``RequestContext.references``: the recall reference of a message's part (harness-recall)."""
-
-
-def _with_reference(
-    text: str, references: _References | None, message: CanonicalMessage | None, part: Part
-) -> str:
-    """``text`` plus `` [recall: <ref>]`` when a recall capability names the original part."""
-    if references is None or message is None:
-        return text
-    ref = references(message, part)
-    return text if ref is None else f"{text} [recall: {ref}]"
-
-
-def _tool_names(value: Iterable[str]) -> frozenset[str]:
-    if isinstance(value, str):
-        raise ValueError(
-            "exclude_tools must be a collection of tool names, not a single string "
-            f"(got {value!r}; write exclude_tools={{{value!r}}})."
-        )
-    names = frozenset(value)
-    for name in names:
-        if not isinstance(name, str) or not name:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValueError(f"exclude_tools must hold non-empty tool names, got {name!r}.")
-    return names
-
-
-def _is_cleared(part: ToolReturnPart | ToolCallPart) -> bool:
-    if part.metadata is None:  # the common case, without the Mapping check
-        return False
-    mark = harness_mark(part)
-    return mark is not None and bool(mark.get("cleared"))
-
-
-_Decision = tuple["ToolReturnPart | None", int, "ToolCallPart | None", int]
-"""(replacement return, tokens it frees, replacement call, tokens it frees) of one pair."""
-
-
-def _pair_id(new_ret: ToolReturnPart | None, new_call: ToolCallPart | None) -> str:
-    """The tool call id of a pair from whichever of its replacements exists."""
-    part = new_ret if new_ret is not None else new_call
-    assert part is not None
-    return part.tool_call_id
-
-
-@attrs.define
-class _Memo:
-    """The last scan: the history as this capability left it, its pairs and how many are settled.
-
-    ``pairs[:settled]`` need nothing more (cleared, excluded, too short to gain from a
-    placeholder, or unmarkable). They stay settled while ``seen`` is an identical prefix of
-    the history, because their parts cannot have changed.
-    """
-
-    seen: list[CanonicalMessage]
-    calls: dict[str, tuple[int, int]]
-    pairs: list[tuple[int, int, int, int]]
-    settled: int
-    decisions: dict[int, _Decision] = attrs.field(factory=dict[int, "_Decision"])
-    references: _References | None = None  # the ``ctx.references`` the decisions were made with
-
-
-def _extends(messages: Sequence[CanonicalMessage], seen: list[CanonicalMessage]) -> bool:
-    """Whether ``messages`` starts with the messages of ``seen``.
-
-    A list comparison runs at C speed and compares identical objects by identity, so the
-    usual case (the same objects plus appended ones) costs ~1 ns a message; equal copies
-    are just as good for the remembered scan, which records positions and ids.
-    """
-    return len(messages) >= len(seen) and list(messages[: len(seen)]) == seen
-
-
-def _has_args(call: ToolCallPart) -> bool:
-    args = call.args
-    if args is None:
-        return False
-    if isinstance(args, str):
-        stripped = args.strip()
-        return bool(stripped) and stripped != "{}"
-    return bool(args)
 
 
 @attrs.frozen(eq=False, kw_only=True)
@@ -139,6 +93,24 @@ class ClearToolResults(Capability):
     Cleared parts carry the harness mark ``{"cleared": "clear_tool_results"}``; they are
     recognised by that mark, never by their text, so running twice changes nothing.
 
+    **What a cleared result keeps** (``keep_errors``, ``keep_paths``, ``keep_names``):
+    the placeholder is followed by the result's failure lines, verbatim, then the file
+    paths and the names it defined (see :func:`harness_clear_tool_results.excerpt.excerpt`),
+    at most ``keep_max_lines`` failure lines and ``keep_max_tokens`` tokens in all. A
+    result with none of them gets exactly ``placeholder``. The text is a pure function of
+    the result and these settings, so it never changes once written.
+
+    **Pins:** a pair whose call, return or retry prompt is pinned (:func:`harness.is_pinned`)
+    is never cleared, neither its return nor (with ``clear_tool_inputs``) its arguments.
+
+    **Cache-aware trigger** (``cache_aware=True``): when the trigger fires, the clear it
+    would make is planned first, and it only goes ahead when :func:`cache_pays` says the
+    tokens it frees over ``expected_remaining_requests`` (default: as many requests as
+    the run made so far) are worth more than writing the prompt from the first changed
+    message to the end into the cache again. A forced ``compact`` (``harness.compact(...,
+    force=True)``, a ``TieredCompaction`` tier) is never held back: its caller decided
+    the history must shrink.
+
     With a recall capability installed (``harness-recall`` sets ``ctx.references``), each
     placeholder ends with `` [recall: <ref>]``, the reference of the original in the
     session's log; without one (``ctx.references is None``) it is exactly ``placeholder``.
@@ -158,6 +130,16 @@ class ClearToolResults(Capability):
         exclude_tools: Names of tools whose results are never cleared.
         clear_tool_inputs: Also replace the arguments of cleared calls.
         min_clear_tokens: Skip a clear that would free fewer tokens than this.
+        keep_errors: A cleared result keeps its failure lines.
+        keep_paths: A cleared result keeps the file paths it named.
+        keep_names: A cleared result keeps the names it defined.
+        keep_max_lines: At most this many failure lines per cleared result.
+        keep_max_tokens: At most this many tokens of kept lines, paths and names per result.
+        cache_aware: The trigger also requires :func:`cache_pays`.
+        expected_remaining_requests: ``R`` for the cache arithmetic (``None``: estimated,
+            see :func:`remaining_requests`).
+        cache_write_multiplier: Price of a cache write in base input prices (Anthropic: 1.25).
+        cache_read_multiplier: Price of a cache read in base input prices (Anthropic: 0.1).
         trigger: The validated trigger (derived; not a constructor argument).
     """
 
@@ -171,11 +153,20 @@ class ClearToolResults(Capability):
     context_window: int | None = None
     keep_pairs: int = 3
     placeholder: str = DEFAULT_PLACEHOLDER
-    exclude_tools: frozenset[str] = attrs.field(default=frozenset[str](), converter=_tool_names)
+    exclude_tools: frozenset[str] = attrs.field(default=frozenset[str](), converter=tool_names)
     clear_tool_inputs: bool = False
     min_clear_tokens: int | None = None
+    keep_errors: bool = True
+    keep_paths: bool = True
+    keep_names: bool = False
+    keep_max_lines: int = 6
+    keep_max_tokens: int = 60
+    cache_aware: bool = False
+    expected_remaining_requests: int | None = None
+    cache_write_multiplier: float = 1.25
+    cache_read_multiplier: float = 0.1
     trigger: Trigger = attrs.field(init=False, repr=False)
-    _memo: list[_Memo] = attrs.field(init=False, repr=False, factory=list[_Memo])
+    _memo: list[Memo] = attrs.field(init=False, repr=False, factory=list[Memo])
     _lock: threading.Lock = attrs.field(init=False, repr=False, factory=threading.Lock)
 
     def __attrs_post_init__(self) -> None:
@@ -198,6 +189,16 @@ class ClearToolResults(Capability):
             raise ValueError("placeholder must be a non-empty string.")
         if self.min_clear_tokens is not None and self.min_clear_tokens < 0:
             raise ValueError("min_clear_tokens must be non-negative.")
+        for flag in ("keep_errors", "keep_paths", "keep_names", "cache_aware"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ValueError(f"{flag} must be True or False, got {getattr(self, flag)!r}.")
+        for field in ("keep_max_lines", "keep_max_tokens"):
+            value = getattr(self, field)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{field} must be a non-negative integer, got {value!r}.")
+        check_cache_settings(
+            self.expected_remaining_requests, self.cache_write_multiplier, self.cache_read_multiplier
+        )
         object.__setattr__(self, "trigger", trigger)
 
     # -- trigger -------------------------------------------------------------------------
@@ -235,8 +236,25 @@ class ClearToolResults(Capability):
         """Return why the trigger fires, or ``None``.
 
         The message check walks back at most ``max_messages + 1`` messages; the token check
-        uses the cached counter. Neither depends on the length of the whole history.
+        uses the cached counter. Neither depends on the length of the whole history. With
+        ``cache_aware``, a firing trigger also plans the clear (the plan is remembered, so
+        the clear that follows does not decide again) and holds it back unless
+        :func:`cache_pays`.
         """
+        reason = self._triggered(ctx)
+        if reason is None or not self.cache_aware or self._over_window(ctx):
+            return reason
+        verdict = self.cache_verdict(ctx)
+        if verdict is None or not verdict.pays:
+            return None
+        return f"{reason}; {verdict.describe()}"
+
+    def _over_window(self, ctx: RequestContext) -> bool:
+        """Whether the history is larger than the whole context window (never held back then)."""
+        window = self.context_window or ctx.context_window
+        return window is not None and ctx.context_tokens() > window
+
+    def _triggered(self, ctx: RequestContext) -> str | None:
         trigger = self.trigger
         if trigger.max_messages is not None and len(ctx.messages) > trigger.max_messages:
             pending = self.messages_since_last_clear(ctx.messages, trigger.max_messages)
@@ -251,37 +269,82 @@ class ClearToolResults(Capability):
                 return f"{tokens} tokens > limit {limit}"
         return None
 
+    def cache_verdict(self, ctx: RequestContext) -> CacheVerdict | None:
+        """The cache arithmetic of the clear :meth:`compact` would make now (``None``: nothing to clear).
+
+        ``S`` is the tokens the clear frees, ``P`` the tokens from the first message it
+        changes to the end of the history after the clear, ``R`` from
+        :func:`remaining_requests`; see :func:`cache_pays`.
+        """
+        messages = ctx.messages
+        with self._lock:
+            memo = self._scan(messages)
+            changes, _ids, freed, _settled, untouched = self._evaluate(
+                messages, memo, ctx.token_counter, ctx.references
+            )
+            memo.settled = untouched
+            self._memo[:] = [memo]
+        if not changes:
+            return None
+        first = min(changes)
+        rewritten = ctx.token_counter.count_messages(messages[first:]) - freed
+        return cache_pays(
+            freed,
+            rewritten,
+            remaining_requests(ctx, self.expected_remaining_requests),
+            write_multiplier=self.cache_write_multiplier,
+            read_multiplier=self.cache_read_multiplier,
+        )
+
     # -- action --------------------------------------------------------------------------
 
     def _cleared_return(
         self,
         part: ToolReturnPart,
         message: CanonicalMessage | None = None,
-        references: _References | None = None,
+        references: References | None = None,
+        counter: PartCounter | None = None,
     ) -> ToolReturnPart | None:
-        if _is_cleared(part) or part.content == self.placeholder:
+        if is_cleared(part) or part.content == self.placeholder:
             return None
         try:
             metadata = marked_metadata(part.metadata, cleared=self.name)
         except MessageError:
             return None  # metadata we cannot mark: leave the part alone rather than lose track of it
-        content = _with_reference(self.placeholder, references, message, part)
+        content = with_reference(self.placeholder, references, message, part)
+        kept = self._excerpt(part.content, counter)
+        if kept:
+            content = f"{content}\n{kept}"
         return evolve(part, content=content, metadata=metadata)
+
+    def _excerpt(self, content: Any, counter: PartCounter | None) -> str:
+        """What the cleared result keeps after the placeholder (empty: nothing)."""
+        if not (self.keep_errors or self.keep_paths or self.keep_names) or content is None:
+            return ""
+        return excerpt(
+            text_of(content),
+            errors=self.keep_errors,
+            paths=self.keep_paths,
+            names=self.keep_names,
+            max_lines=self.keep_max_lines,
+            max_tokens=self.keep_max_tokens,
+            count=None if counter is None else text_counter(counter),
+        ).render()
 
     def _cleared_call(
         self,
         part: ToolCallPart,
         message: CanonicalMessage | None = None,
-        references: _References | None = None,
+        references: References | None = None,
     ) -> ToolCallPart | None:
-        if _is_cleared(part) or not _has_args(part):
+        if is_cleared(part) or not has_args(part):
             return None
         try:
             metadata = marked_metadata(part.metadata, cleared=self.name)
         except MessageError:
             return None
         replacement: dict[str, Any] = {
-            CLEARED_ARGS_KEY: _with_reference(self.placeholder, references, message, part)
+            CLEARED_ARGS_KEY: with_reference(self.placeholder, references, message, part)
         }
         args: Mapping[str, Any] | str = json.dumps(replacement) if isinstance(part.args, str) else replacement
         return evolve(part, args=args, metadata=metadata)
@@ -310,26 +373,35 @@ class ClearToolResults(Capability):
             self._memo[:] = [memo]
             return changes, ids, freed
 
-    def _scan(self, messages: Sequence[CanonicalMessage]) -> _Memo:
+    def _scan(self, messages: Sequence[CanonicalMessage]) -> Memo:
         """The pairs of ``messages``, extending the remembered scan when only messages were appended."""
         memo = self._memo[0] if self._memo else None
-        if memo is not None and _extends(messages, memo.seen):
+        if memo is not None and extends(messages, memo.seen):
             start = len(memo.seen)
         else:
-            memo, start = _Memo([], {}, [], 0), 0
-        calls, pairs = memo.calls, memo.pairs
+            memo, start = Memo([], {}, [], 0), 0
+        calls, pairs, pinned = memo.calls, memo.pairs, memo.pinned
         for mi in range(start, len(messages)):
             message = messages[mi]
             if message.kind == "response":
                 for pi, part in enumerate(message.parts):
                     if isinstance(part, ToolCallPart):
                         calls[part.tool_call_id] = (mi, pi)
+                        if part.metadata is not None and is_pinned(part):
+                            pinned.add(part.tool_call_id)
             else:
                 for pi, part in enumerate(message.parts):
                     if isinstance(part, ToolReturnPart):
                         call = calls.get(part.tool_call_id)
                         if call is not None:
                             pairs.append((mi, pi, call[0], call[1]))
+                    if (
+                        isinstance(part, ToolReturnPart | RetryPromptPart)
+                        and part.metadata is not None
+                        and part.tool_call_id
+                        and is_pinned(part)
+                    ):
+                        pinned.add(part.tool_call_id)
         memo.seen = list(messages)
         return memo
 
@@ -338,8 +410,8 @@ class ClearToolResults(Capability):
         messages: Sequence[CanonicalMessage],
         pair: tuple[int, int, int, int],
         counter: PartCounter,
-        references: _References | None = None,
-    ) -> _Decision:
+        references: References | None = None,
+    ) -> Decision:
         """The replacements one old pair gets (a pure function of its two parts and ``references``)."""
         rm, rp, cm, cp = pair
         ret = messages[rm].parts[rp]
@@ -349,7 +421,7 @@ class ClearToolResults(Capability):
         exclude = self.exclude_tools
         if call.tool_name in exclude or (ret.tool_name is not None and ret.tool_name in exclude):
             return None, 0, None, 0
-        new_ret = self._cleared_return(ret, messages[rm], references)
+        new_ret = self._cleared_return(ret, messages[rm], references, counter)
         saved_ret = 0 if new_ret is None else counter.count_part(ret) - counter.count_part(new_ret)
         new_call = self._cleared_call(call, messages[cm], references) if self.clear_tool_inputs else None
         saved_call = 0 if new_call is None else counter.count_part(call) - counter.count_part(new_call)
@@ -363,9 +435,9 @@ class ClearToolResults(Capability):
     def _evaluate(
         self,
         messages: Sequence[CanonicalMessage],
-        memo: _Memo,
+        memo: Memo,
         counter: PartCounter,
-        references: _References | None,
+        references: References | None,
     ) -> tuple[dict[int, dict[int, Part]], list[str], int, int, int]:
         """Decide every old pair not yet settled.
 
@@ -392,12 +464,17 @@ class ClearToolResults(Capability):
                     break
                 protected_calls.add((cm, cp))
         decisions = memo.decisions
+        pinned = memo.pinned
         for index in range(memo.settled, old_end):
             rm, rp, cm, cp = pairs[index]
             if rm == current:
                 if blocked < 0:
                     blocked = index
                 continue
+            if pinned:
+                answer = messages[rm].parts[rp]
+                if isinstance(answer, ToolReturnPart) and answer.tool_call_id in pinned:
+                    continue  # a pinned pair: never cleared (settled, nothing to do)
             decision = decisions.get(index)
             if decision is None:
                 decision = decisions[index] = self._decide(messages, pairs[index], counter, references)
@@ -416,7 +493,7 @@ class ClearToolResults(Capability):
                     freed += saved_call
                     touched = True
             if touched:
-                ids.append(_pair_id(new_ret, new_call))
+                ids.append(pair_id(new_ret, new_call))
                 if untouched < 0:
                     untouched = index
         settled = old_end if blocked < 0 else blocked

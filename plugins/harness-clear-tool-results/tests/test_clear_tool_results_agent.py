@@ -58,7 +58,8 @@ async def test_agent_run_clears_in_batches() -> None:
     returns = [p for m in history for p in m.parts if isinstance(p, ToolReturnPart)]
     assert len(returns) == steps
     cleared = [r for r in returns if harness_mark(r) == {"cleared": "clear_tool_results"}]
-    assert all(r.content == DEFAULT_PLACEHOLDER for r in cleared)
+    # The placeholder, then the one path the listing named (what a cleared result keeps).
+    assert all(r.content == f"{DEFAULT_PLACEHOLDER}\npaths: file.py" for r in cleared)
     assert returns[-1].content.startswith("$ ls 19")
     # Batches: far fewer edits than requests, each clearing several results.
     assert 3 <= len(recorder.events) <= steps // 3

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 
-from harness_clear_tool_results import CLEARED_ARGS_KEY, ClearToolResults
+from harness_clear_tool_results import CLEARED_ARGS_KEY, ClearToolResults, excerpt
+from harness_clear_tool_results.excerpt import text_of
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
@@ -35,8 +36,11 @@ configs = st.builds(
 )
 
 
+counter = TokenCounter()
+
+
 def compact(cap: ClearToolResults, messages: list[CanonicalMessage]) -> RequestContext:
-    ctx = RequestContext(messages=list(messages), token_counter=TokenCounter())
+    ctx = RequestContext(messages=list(messages), token_counter=counter)
     asyncio.run(cap.compact(ctx, reason="property"))
     return ctx
 
@@ -92,7 +96,14 @@ def test_clearing_keeps_the_history_valid_and_the_protected_parts(
     for (_, _, old), (_, _, new) in zip(old_returns, new_returns, strict=True):
         if new is not old:
             changed.add(old.tool_call_id)
-            assert new.content == cap.placeholder
+            # The placeholder, then what the cleared result keeps (usually nothing here).
+            kept = excerpt(
+                text_of(old.content),
+                max_lines=cap.keep_max_lines,
+                max_tokens=cap.keep_max_tokens,
+                count=counter.count_text,
+            ).render()
+            assert new.content == (f"{cap.placeholder}\n{kept}" if kept else cap.placeholder)
             assert harness_mark(new) == {"cleared": "clear_tool_results"}
     for before, after in zip(messages, result, strict=True):
         for old, new in zip(before.parts, after.parts, strict=True):

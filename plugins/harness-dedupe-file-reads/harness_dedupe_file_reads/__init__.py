@@ -14,6 +14,7 @@ from harness.errors import warn_experimental
 
 warn_experimental("harness_dedupe_file_reads")
 
+from harness.capabilities import CacheVerdict, cache_pays, remaining_requests  # noqa: E402
 from harness_dedupe_file_reads.capability import (  # noqa: E402
     DEFAULT_PLACEHOLDER,
     DeduplicateFileReads,
@@ -33,13 +34,16 @@ from harness_dedupe_file_reads.keys import (  # noqa: E402
 __all__ = [
     "DEFAULT_PLACEHOLDER",
     "FILE_KEYS",
+    "CacheVerdict",
     "DeduplicateFileReads",
     "FileKey",
     "FileRead",
     "auto_file_key",
+    "cache_pays",
     "describe_read",
     "parse_shell_read",
     "read_tool_key",
+    "remaining_requests",
     "render_placeholder",
     "shell_cat_key",
 ]

@@ -4,6 +4,10 @@ Coding agents read the same file again and again. Only the latest read of a give
 of a file matters: it shows the file as it is now, and every earlier read of the same
 view is either identical or stale. This capability replaces the content of earlier reads
 with a short pointer to the latest one. It never removes a message or a part.
+
+A pinned read (:func:`harness.is_pinned` on its call or its return) is never superseded.
+With ``cache_aware`` it only acts when the tokens it frees pay for the prompt-cache write
+it causes (:func:`cache_pays`).
 """
 
 from __future__ import annotations
@@ -18,14 +22,29 @@ from typing import Any, ClassVar
 
 import attrs
 
-from harness.capabilities import Capability, RequestContext, Trigger
-from harness.core import CanonicalMessage, Part, ToolCallPart, ToolReturnPart, harness_mark, marked_metadata
+from harness.capabilities import (
+    CacheVerdict,
+    Capability,
+    RequestContext,
+    Trigger,
+    cache_pays,
+    check_cache_settings,
+    remaining_requests,
+)
+from harness.core import (
+    CanonicalMessage,
+    Part,
+    ToolCallPart,
+    ToolReturnPart,
+    marked_metadata,
+    pinned_call_ids,
+)
 from harness.core import replace as evolve
 from harness.errors import CapabilityError, MessageError
 from harness.history import PartCounter
+from harness_dedupe_file_reads._scan import Cached, Memo, Read, applied, groups, is_cleared, resolve_key
 from harness_dedupe_file_reads.keys import (
     DESCRIBERS,
-    FILE_KEYS,
     FileKey,
     FileRead,
     changes_directory,
@@ -58,74 +77,6 @@ def render_placeholder(template: str, values: Mapping[str, str]) -> str:
     return _FIELDS.sub(lambda match: values.get(match.group(1), match.group(0)), template)
 
 
-# (message index, part index, call, key, read, supersession group, view group)
-_Read = tuple[int, int, ToolCallPart, str, "FileRead | None", str, "str | None"]
-_Cached = tuple[ToolCallPart, "str | None", "FileRead | None", bool]  # (call, key, read, changes cwd)
-
-
-@attrs.define
-class _Memo:
-    """What the last full pass learned, so appended messages can be checked alone.
-
-    ``seen`` is the history as it was after that pass (and after its edits were applied);
-    the other fields are the scan state at its end: the latest read of every group, and the
-    earlier reads of a group that kept their content because a pointer would not have been
-    shorter (or their metadata cannot be marked).
-    """
-
-    seen: list[CanonicalMessage]
-    calls: dict[str, ToolCallPart]
-    latest: dict[str, _Read]
-    failed: dict[str, list[_Read]]
-    views: set[str]
-    epoch: int
-
-
-def _is_cleared(part: ToolReturnPart) -> bool:
-    if part.metadata is None:  # the common case, without the Mapping check
-        return False
-    mark = harness_mark(part)
-    return mark is not None and bool(mark.get("cleared"))
-
-
-def _groups(key: str, read: FileRead | None, epoch: int) -> tuple[str, str | None]:
-    """The supersession group and the coverage view of a read.
-
-    A relative shell path names another file once a persistent shell changed directory,
-    so relative shell reads are grouped per directory epoch.
-    """
-    view = None if read is None else read.view
-    if view is not None and read is not None and not read.path.startswith("/"):
-        return f"{key}#{epoch}", f"{view}#{epoch}"
-    return key, view
-
-
-def _applied(
-    messages: Sequence[CanonicalMessage], changes: dict[int, dict[int, Part]]
-) -> list[CanonicalMessage]:
-    """A copy of ``messages`` with the planned part replacements applied."""
-    new_messages = list(messages)
-    for mi, replaced in changes.items():
-        parts = list(messages[mi].parts)
-        for pi, new_part in replaced.items():
-            parts[pi] = new_part
-        new_messages[mi] = evolve(messages[mi], parts=tuple(parts))
-    return new_messages
-
-
-def _resolve_key(value: str | FileKey) -> FileKey:
-    if isinstance(value, str):
-        function = FILE_KEYS.get(value)
-        if function is None:
-            names = ", ".join(repr(name) for name in FILE_KEYS)
-            raise ValueError(f"file_key must be a callable or one of {names}; got {value!r}.")
-        return function
-    if not callable(value):
-        names = ", ".join(repr(name) for name in FILE_KEYS)
-        raise ValueError(f"file_key must be a callable or one of {names}; got {value!r}.")
-    return value
-
-
 @attrs.frozen(eq=False)
 class DeduplicateFileReads(Capability):
     """Replace earlier reads of a file with a pointer to the latest read of the same view.
@@ -137,7 +88,8 @@ class DeduplicateFileReads(Capability):
     the harness mark ``{"cleared": "dedupe_file_reads", "superseded_by": <call id>,
     "file_key": <key>}``. A read is only ever superseded by a later read; the returns of
     the current step (the request being sent) are never changed; retry prompts are not
-    reads. Running it twice changes nothing.
+    reads. Running it twice changes nothing. A read whose call or return is pinned
+    (:func:`harness.is_pinned`) is never superseded (it can still supersede earlier reads).
 
     With a recall capability installed (``harness-recall`` sets ``ctx.references``), each
     pointer ends with `` [recall: <ref>]``, the reference of the superseded read in the
@@ -146,6 +98,15 @@ class DeduplicateFileReads(Capability):
     Without a trigger it runs before every request. That is cheap: keys are cached per
     call, a history that only grew since the last pass is checked by its new messages
     alone, and a request with no new duplicate changes nothing and reports nothing.
+
+    **Cache-aware** (``cache_aware=True``): when it would act through its own trigger (or
+    on every request), the deduplication is planned first and only applied when
+    :func:`cache_pays` says the tokens it frees over ``expected_remaining_requests``
+    (default: as many requests as the run made so far) are worth more than writing the
+    prompt from the first changed message to the end into the cache again. Pending
+    duplicates then wait until enough of them pay (each request meanwhile plans with a
+    full pass). A forced ``compact`` (``harness.compact(..., force=True)``, a
+    ``TieredCompaction`` tier) is never held back.
 
     Attributes:
         file_key: ``"auto"`` (default), ``"read_tool"``, ``"shell_cat"`` (see
@@ -162,6 +123,11 @@ class DeduplicateFileReads(Capability):
         shell_keeps_directory: Treat ``cd``/``pushd``/``popd`` in a shell call as changing
             what later relative paths mean (a persistent shell); ``False`` for agents that
             run each command in a fresh shell.
+        cache_aware: Act (outside a forced ``compact``) only when :func:`cache_pays`.
+        expected_remaining_requests: ``R`` for the cache arithmetic (``None``: estimated,
+            see :func:`remaining_requests`).
+        cache_write_multiplier: Price of a cache write in base input prices (Anthropic: 1.25).
+        cache_read_multiplier: Price of a cache read in base input prices (Anthropic: 0.1).
         trigger: The validated trigger (derived; not a constructor argument).
     """
 
@@ -180,11 +146,15 @@ class DeduplicateFileReads(Capability):
     context_window: int | None = attrs.field(default=None, kw_only=True)
     supersede_covered_ranges: bool = attrs.field(default=False, kw_only=True)
     shell_keeps_directory: bool = attrs.field(default=True, kw_only=True)
+    cache_aware: bool = attrs.field(default=False, kw_only=True)
+    expected_remaining_requests: int | None = attrs.field(default=None, kw_only=True)
+    cache_write_multiplier: float = attrs.field(default=1.25, kw_only=True)
+    cache_read_multiplier: float = attrs.field(default=0.1, kw_only=True)
     trigger: Trigger = attrs.field(init=False, repr=False)
     _key_function: FileKey = attrs.field(init=False, repr=False)
     _describer: Callable[[ToolCallPart], FileRead | None] | None = attrs.field(init=False, repr=False)
-    _keys: dict[int, _Cached] = attrs.field(init=False, repr=False, factory=dict[int, "_Cached"])
-    _memo: list[_Memo] = attrs.field(init=False, repr=False, factory=list[_Memo])
+    _keys: dict[int, Cached] = attrs.field(init=False, repr=False, factory=dict[int, "Cached"])
+    _memo: list[Memo] = attrs.field(init=False, repr=False, factory=list[Memo])
     _lock: threading.Lock = attrs.field(init=False, repr=False, factory=threading.Lock)
     # ``ctx.references`` while compact() runs (under the lock); empty otherwise, e.g. for plan().
     _references: list[_References] = attrs.field(init=False, repr=False, factory=list["_References"])
@@ -202,7 +172,7 @@ class DeduplicateFileReads(Capability):
             context_window=self.context_window,
             required=False,
         )
-        function = _resolve_key(self.file_key)
+        function = resolve_key(self.file_key)
         if not isinstance(self.placeholder, str) or not self.placeholder:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValueError("placeholder must be a non-empty string.")
         if self.supersede_covered_ranges and self.file_key not in ("auto", "shell_cat"):
@@ -210,20 +180,70 @@ class DeduplicateFileReads(Capability):
                 "supersede_covered_ranges=True needs file_key='auto' or 'shell_cat' "
                 "(line ranges are only known for the built-in shell reads)."
             )
+        if not isinstance(self.cache_aware, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(f"cache_aware must be True or False, got {self.cache_aware!r}.")
+        check_cache_settings(
+            self.expected_remaining_requests, self.cache_write_multiplier, self.cache_read_multiplier
+        )
         describer = DESCRIBERS.get(self.file_key) if isinstance(self.file_key, str) else None
         object.__setattr__(self, "trigger", trigger)
         object.__setattr__(self, "_key_function", function)
         object.__setattr__(self, "_describer", describer)
 
     def should_compact(self, ctx: RequestContext) -> str | None:
-        """Fire on every request without a trigger, else when the trigger is exceeded."""
+        """Fire on every request without a trigger, else when the trigger is exceeded.
+
+        With ``cache_aware``, a firing trigger also plans the deduplication and holds it
+        back (returns ``None``) unless :func:`cache_pays`.
+        """
         if not self.trigger.configured:
-            return "every request (no trigger configured)"
-        return self.trigger.exceeded(ctx, self.name)
+            reason = "every request (no trigger configured)"
+        else:
+            reason = self.trigger.exceeded(ctx, self.name)
+        if reason is None or not self.cache_aware:
+            return reason
+        window = self.context_window or ctx.context_window
+        if window is not None and ctx.context_tokens() > window:
+            return reason  # a request that does not fit is never held back
+        verdict = self.cache_verdict(ctx)
+        if verdict is None or not verdict.pays:
+            return None
+        return f"{reason}; {verdict.describe()}"
+
+    def cache_verdict(self, ctx: RequestContext) -> CacheVerdict | None:
+        """The cache arithmetic of the deduplication :meth:`compact` would make now.
+
+        ``None`` when there is nothing to supersede. ``S`` is the tokens it frees, ``P``
+        the tokens from the first message it changes to the end of the history after the
+        edit, ``R`` from :func:`remaining_requests`; see :func:`cache_pays`.
+
+        Raises:
+            CapabilityError: A custom ``file_key`` raised or returned a non-string.
+        """
+        messages = ctx.messages
+        counter = ctx.token_counter
+        changes, _ids = self.plan(messages, counter)
+        if not changes:
+            return None
+        freed = 0
+        for mi, replaced in changes.items():
+            parts = messages[mi].parts
+            freed += sum(
+                counter.count_part(parts[pi]) - counter.count_part(new) for pi, new in replaced.items()
+            )
+        first = min(changes)
+        rewritten = counter.count_messages(messages[first:]) - freed
+        return cache_pays(
+            freed,
+            rewritten,
+            remaining_requests(ctx, self.expected_remaining_requests),
+            write_multiplier=self.cache_write_multiplier,
+            read_multiplier=self.cache_read_multiplier,
+        )
 
     # -- keys ----------------------------------------------------------------------------
 
-    def _lookup(self, call: ToolCallPart, cache: dict[int, _Cached]) -> _Cached:
+    def _lookup(self, call: ToolCallPart, cache: dict[int, Cached]) -> Cached:
         hit = self._keys.get(id(call))
         if hit is not None and hit[0] is call:
             cache[id(call)] = hit
@@ -231,7 +251,7 @@ class DeduplicateFileReads(Capability):
         if self._describer is not None:
             read = self._describer(call)
             barrier = self.shell_keeps_directory and changes_directory(call)
-            entry: _Cached = (call, None if read is None else read.key, read, barrier)
+            entry: Cached = (call, None if read is None else read.key, read, barrier)
         else:
             entry = (call, self._custom_key(call), None, False)
         cache[id(call)] = entry
@@ -319,12 +339,14 @@ class DeduplicateFileReads(Capability):
         current = last if last >= 0 and messages[last].kind == "request" else -1
         covering = self.supersede_covered_ranges
         calls, latest, failed, views, epoch = memo.calls, memo.latest, memo.failed, memo.views, memo.epoch
-        candidates: dict[str, list[_Read]] = {}
+        memo.pinned.update(pinned_call_ids(messages[len(seen) :]))
+        pinned = memo.pinned
+        candidates: dict[str, list[Read]] = {}
         for mi, pi, part, (call, key, read, barrier) in self._answered_calls(
             messages, len(seen), calls, self._keys
         ):
-            if key is not None and not _is_cleared(part):
-                group, view = _groups(key, read, epoch)
+            if key is not None and not is_cleared(part):
+                group, view = groups(key, read, epoch)
                 if covering and view is not None and view in views:
                     self._memo.clear()
                     return None
@@ -344,12 +366,12 @@ class DeduplicateFileReads(Capability):
         for group, waiting in candidates.items():
             target = latest[group]
             text = self._render(target)
-            kept: list[_Read] = []
+            kept: list[Read] = []
             for candidate in waiting:
                 if candidate[0] == current:
                     self._memo.clear()
                     return None
-                replacement = self._supersede(messages, candidate, target, text, counter)
+                replacement = self._supersede(messages, candidate, target, text, counter, pinned)
                 if replacement is None:
                     kept.append(candidate)
                 else:
@@ -359,18 +381,21 @@ class DeduplicateFileReads(Capability):
                 failed[group] = kept
         superseded.sort()
         if changes:
-            memo.seen = _applied(messages, changes)
+            memo.seen = applied(messages, changes)
         return changes, [call_id for _mi, _pi, call_id in superseded]
 
     def _supersede(
         self,
         messages: Sequence[CanonicalMessage],
-        read: _Read,
-        target: _Read,
+        read: Read,
+        target: Read,
         text: str,
         counter: PartCounter,
+        pinned: set[str] | frozenset[str] = frozenset(),
     ) -> ToolReturnPart | None:
-        """The pointer replacing ``read``, or ``None`` when it would not be shorter or cannot be marked.
+        """The pointer replacing ``read``; ``None``: it would not be shorter, cannot be marked or is pinned.
+
+        ``pinned`` holds the call ids whose call or answer is pinned: such a read keeps its content.
 
         While :meth:`compact` runs with ``ctx.references`` set (by harness-recall), the pointer
         ends with `` [recall: <ref>]``, the reference of the superseded read in the session's log.
@@ -378,6 +403,8 @@ class DeduplicateFileReads(Capability):
         mi, pi, _call, key = read[0], read[1], read[2], read[3]
         part = messages[mi].parts[pi]
         assert isinstance(part, ToolReturnPart)
+        if part.tool_call_id in pinned:
+            return None
         new_mark: dict[str, Any] = {
             "cleared": self.name,
             "superseded_by": target[2].tool_call_id,
@@ -404,8 +431,8 @@ class DeduplicateFileReads(Capability):
         messages: Sequence[CanonicalMessage],
         start: int,
         calls: dict[str, ToolCallPart],
-        cache: dict[int, _Cached],
-    ) -> Iterator[tuple[int, int, ToolReturnPart, _Cached]]:
+        cache: dict[int, Cached],
+    ) -> Iterator[tuple[int, int, ToolReturnPart, Cached]]:
         """Every tool return from ``messages[start]`` on whose call is known, with its key.
 
         Records the calls it passes in ``calls`` (shared with earlier scans) and the keys it
@@ -426,17 +453,17 @@ class DeduplicateFileReads(Capability):
 
     def _full_plan(
         self, messages: Sequence[CanonicalMessage], counter: PartCounter
-    ) -> tuple[dict[int, dict[int, Part]], list[str], _Memo | None]:
+    ) -> tuple[dict[int, dict[int, Part]], list[str], Memo | None]:
         last = len(messages) - 1
         current = last if last >= 0 and messages[last].kind == "request" else -1
-        cache: dict[int, _Cached] = {}
+        cache: dict[int, Cached] = {}
         calls: dict[str, ToolCallPart] = {}
-        reads: list[_Read] = []
+        reads: list[Read] = []
         latest: dict[str, int] = {}
         epoch = 0
         for mi, pi, part, (call, key, read, barrier) in self._answered_calls(messages, 0, calls, cache):
-            if key is not None and not _is_cleared(part):
-                group, view = _groups(key, read, epoch)
+            if key is not None and not is_cleared(part):
+                group, view = groups(key, read, epoch)
                 latest[group] = len(reads)
                 reads.append((mi, pi, call, key, read, group, view))
             if barrier:
@@ -446,13 +473,15 @@ class DeduplicateFileReads(Capability):
         changes: dict[int, dict[int, Part]] = {}
         ids: list[str] = []
         covered = self._covered(reads, latest) if self.supersede_covered_ranges else {}
-        memo: _Memo | None = _Memo(
+        pinned = set(pinned_call_ids(messages))
+        memo: Memo | None = Memo(
             seen=list(messages),
             calls=calls,
             latest={group: reads[index] for group, index in latest.items()},
             failed={},
             views={view for i in latest.values() if (view := reads[i][6]) is not None},
             epoch=epoch,
+            pinned=pinned,
         )
         if len(latest) == len(reads) and not covered:
             return changes, ids, memo
@@ -468,7 +497,7 @@ class DeduplicateFileReads(Capability):
             text = rendered.get(target)
             if text is None:
                 text = rendered[target] = self._render(reads[target])
-            replacement = self._supersede(messages, reads[index], reads[target], text, counter)
+            replacement = self._supersede(messages, reads[index], reads[target], text, counter, pinned)
             if replacement is None:
                 if memo is not None:
                     memo.failed.setdefault(group, []).append(reads[index])
@@ -478,7 +507,7 @@ class DeduplicateFileReads(Capability):
         return changes, ids, memo
 
     @staticmethod
-    def _covered(reads: list[_Read], latest: dict[str, int]) -> dict[int, int]:
+    def _covered(reads: list[Read], latest: dict[str, int]) -> dict[int, int]:
         """Map the index of a latest-of-its-key read to the newest later read covering its lines."""
         by_view: dict[str, list[tuple[int, str]]] = {}
         for index in sorted(latest.values()):
@@ -506,7 +535,7 @@ class DeduplicateFileReads(Capability):
         finally:
             self._references.clear()
 
-    def _render(self, target: _Read) -> str:
+    def _render(self, target: Read) -> str:
         call, key, read = target[2], target[3], target[4]
         if read is None:
             read = describe_read(call)
@@ -538,7 +567,7 @@ class DeduplicateFileReads(Capability):
                     if memo is not None:
                         self._memo[:] = [memo]
                     return
-                new_messages = _applied(messages, changes)
+                new_messages = applied(messages, changes)
                 if memo is None:
                     self._memo.clear()
                 else:

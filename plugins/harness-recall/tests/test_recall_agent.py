@@ -24,6 +24,7 @@ from harness.session import SessionStore, open_store
 
 HINT = re.compile(r"\[recall: ([^\]]+)\]")
 READS = 6
+# Bare placeholders here: what clearing keeps of a result is tested in harness-clear-tool-results.
 
 
 def read_file(path: str) -> str:
@@ -70,6 +71,10 @@ class Script:
         return CanonicalMessage.response(ToolCallPart(f"t{step}", name, args))
 
 
+def clearing() -> ClearToolResults:
+    return ClearToolResults(max_messages=6, keep_pairs=1, keep_paths=False)
+
+
 def agent_for(script: Script, *capabilities: object) -> Agent:
     return Agent(FunctionModel(script), tools=[read_file], capabilities=list(capabilities), max_iterations=30)
 
@@ -78,7 +83,7 @@ async def test_the_model_recalls_a_cleared_result_from_the_log(tmp_path: Path) -
     store = open_store(f"sqlite:///{tmp_path}/s.db")
     session = Session.create(store=store)
     script = Script([None])
-    agent = agent_for(script, ClearToolResults(max_messages=6, keep_pairs=1), Recall())
+    agent = agent_for(script, clearing(), Recall())
     assert {"recall", "search_history"} <= set(agent.tools)  # the Agent takes the capability's tools
     result = await agent.run("read everything", session=session)
     assert result.output == "done"
@@ -97,9 +102,7 @@ async def test_the_model_recalls_a_cleared_result_from_the_log(tmp_path: Path) -
 async def test_search_history_finds_a_phrase_only_a_cleared_result_held(store: SessionStore) -> None:
     session = Session.create(store=store)
     script = Script([("search_history", {"query": "zebra-quartz-f1.py"})])
-    result = await agent_for(script, ClearToolResults(max_messages=6, keep_pairs=1), Recall()).run(
-        "read everything", session=session
-    )
+    result = await agent_for(script, clearing(), Recall()).run("read everything", session=session)
     assert result.output == "done"
     # the phrase is nowhere in the view the model now sees but in the search's own call and answer
     view = [message_text(m) for m in session.messages if not m.tool_calls]
@@ -113,9 +116,7 @@ async def test_search_history_finds_a_phrase_only_a_cleared_result_held(store: S
 async def test_a_session_without_a_store_gets_no_references(tmp_path: Path) -> None:
     session = Session()  # in memory: nothing could be fetched back
     script = Script([("recall", {"ref": "r2.0"})])
-    result = await agent_for(script, ClearToolResults(max_messages=6, keep_pairs=1), Recall()).run(
-        "read everything", session=session
-    )
+    result = await agent_for(script, clearing(), Recall()).run("read everything", session=session)
     assert result.output == "done"
     cleared = returns(result.all_messages)[: READS - 1]
     assert [r.content for r in cleared] == [DEFAULT_PLACEHOLDER] * (READS - 1)
@@ -126,7 +127,7 @@ async def test_a_session_without_a_store_gets_no_references(tmp_path: Path) -> N
 async def test_without_recall_a_stored_sessions_placeholders_are_unchanged(store: SessionStore) -> None:
     session = Session.create(store=store)
     script = Script([None])
-    agent = agent_for(script, ClearToolResults(max_messages=6, keep_pairs=1))
+    agent = agent_for(script, clearing())
     assert "recall" not in agent.tools
     await agent.run("read everything", session=session)
     cleared = [r for r in returns(session.messages) if str(r.content).startswith("[tool")]
