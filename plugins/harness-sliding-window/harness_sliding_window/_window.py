@@ -13,10 +13,14 @@ from harness.capabilities import Capability, CompactionEvent, RequestContext, Tr
 from harness.core import (
     CanonicalMessage,
     Part,
+    RetryPromptPart,
     SystemPromptPart,
     ToolCallPart,
+    ToolReturnPart,
     UserPromptPart,
     harness_mark,
+    is_pinned,
+    pinned_call_ids,
     with_harness_mark,
 )
 from harness.errors import CapabilityError, MessageError
@@ -89,8 +93,14 @@ class SlidingWindow(Capability):
       including a first request that holds only system prompts);
     * with ``preserve_first_user_message``, the system and user prompts of the first
       request that holds a user prompt (the task), never duplicated;
+    * every pinned system or user prompt (:func:`harness.is_pinned`) of a dropped request;
     * with ``receipt``, a short user-prompt note saying how many messages and tokens were
       dropped (replaced, not accumulated, on later compactions).
+
+    A pinned part that cannot stand at the front (a pinned tool call or its answer, which
+    keep their whole pair, or a pinned part of a response) bounds the cut: the window
+    keeps everything from it on. A pin on an old tool pair therefore limits what the
+    window can free.
 
     These front parts form one request. If the kept window starts with a request they are
     merged into it, so the result never holds two consecutive requests; the request being
@@ -184,20 +194,31 @@ class SlidingWindow(Capability):
                 )
         return self.trigger.exceeded(ctx, self.name)
 
-    async def compact(self, ctx: RequestContext, *, reason: str = "forced") -> None:
+    async def compact(
+        self, ctx: RequestContext, *, reason: str = "forced", target_tokens: int | None = None
+    ) -> None:
         """Cut the history down to the keep target now, whatever the trigger says.
 
         Reports one ``on_compaction`` event when something was dropped, nothing otherwise.
-        """
-        self.apply(ctx, reason=reason)
 
-    def apply(self, ctx: RequestContext, *, reason: str = "forced") -> CompactionEvent | None:
+        Args:
+            ctx: The request context.
+            reason: Why (reported in the event).
+            target_tokens: Cut to fit this many tokens (front included) instead of
+                ``keep_messages``/``keep_tokens``, keeping as many of the newest messages as
+                fit (``TieredCompaction`` passes its target).
+        """
+        self.apply(ctx, reason=reason, target_tokens=target_tokens)
+
+    def apply(
+        self, ctx: RequestContext, *, reason: str = "forced", target_tokens: int | None = None
+    ) -> CompactionEvent | None:
         """Synchronous form of :meth:`compact`; returns the reported event, if any."""
         messages = ctx.messages
         if len(messages) < 2:
             return None
         counter = ctx.token_counter
-        cut = self._cut(messages, counter)
+        cut = _pin_bound(messages, self._cut(messages, counter, target_tokens))
         if cut <= 0:
             return None
         front = self._front(messages, cut)
@@ -216,14 +237,17 @@ class SlidingWindow(Capability):
 
     # -- cut selection -------------------------------------------------------------
 
-    def _cut(self, messages: Sequence[CanonicalMessage], counter: TokenCounter) -> int:
+    def _cut(
+        self, messages: Sequence[CanonicalMessage], counter: TokenCounter, target: int | None = None
+    ) -> int:
         n = len(messages)
-        if self.keep_tokens is None:
+        keep_tokens = self.keep_tokens if target is None else target
+        if keep_tokens is None:
             return min(safe_cutoff(messages, max(self.keep_messages, 1)), n - 1)
         # The front (instructions, task, receipt) is part of the budget, so the result
         # fits keep_tokens and stays below the trigger until the history grows again.
         allowance = self._front_allowance(messages, counter)
-        budget = max(self.keep_tokens - allowance, 0)
+        budget = max(keep_tokens - allowance, 0)
         first = messages[0]
 
         def count(message: CanonicalMessage) -> int:
@@ -257,8 +281,12 @@ class SlidingWindow(Capability):
         receipt_mark: Mapping[str, Any] | None = None
         for index in range(leading):
             found = False
-            for part in messages[index].parts:
-                if is_preserved_part(part):
+            summary_at = _summary_index(messages[index])
+            for part_index, part in enumerate(messages[index].parts):
+                if part_index <= summary_at and not is_preserved_part(part) and not is_receipt_part(part):
+                    marked.append(part)  # a summary and the parts it carries stay at the front
+                    found = True
+                elif is_preserved_part(part):
                     marked.append(part)
                     found = True
                 elif is_receipt_part(part):
@@ -267,7 +295,7 @@ class SlidingWindow(Capability):
             if found:
                 sources.append(index)
         if marked:
-            return _Front(tuple(marked), tuple(sources), receipt_mark)
+            return _with_pinned(messages, cut, _Front(tuple(marked), tuple(sources), receipt_mark))
         head: list[Part] = []
         first = messages[0]
         if first.is_request:
@@ -288,7 +316,7 @@ class SlidingWindow(Capability):
                 head = task if index == 0 else [*head, *task]
                 if index not in sources:
                     sources.append(index)
-        return _Front(tuple(head), tuple(sorted(sources)), receipt_mark)
+        return _with_pinned(messages, cut, _Front(tuple(head), tuple(sorted(sources)), receipt_mark))
 
     # -- rebuilding ----------------------------------------------------------------
 
@@ -373,6 +401,79 @@ class _Front:
     parts: tuple[Part, ...]
     sources: tuple[int, ...]
     receipt_mark: Mapping[str, Any] | None
+
+
+def _is_summary(part: Part) -> bool:
+    mark = _mark(part)
+    return mark is not None and mark.get("kind") == "summary" and isinstance(part, UserPromptPart)
+
+
+def _summary_index(message: CanonicalMessage) -> int:
+    """Index of the last summary part of a request (harness mark ``kind="summary"``), or -1.
+
+    A summarizing capability puts its summary after the parts it carries (instructions,
+    task), so everything up to it is the front of a summarized history.
+    """
+    found = -1
+    for index, part in enumerate(message.parts):
+        if _is_summary(part):
+            found = index
+    return found
+
+
+def _is_movable_pin(part: Part) -> bool:
+    """A pinned prompt part: it can stand at the front, like the task."""
+    return isinstance(part, (SystemPromptPart, UserPromptPart)) and not is_receipt_part(part)
+
+
+def _with_pinned(messages: Sequence[CanonicalMessage], cut: int, front: _Front) -> _Front:
+    """``front`` plus the pinned prompt parts of the dropped requests it does not hold yet.
+
+    They are kept at the front in history order, after the parts already there, and
+    marked ``preserved_by`` like the task, so a later compaction carries them again.
+    """
+    kept = {id(p) for p in front.parts}
+    extra: list[Part] = []
+    sources = set(front.sources)
+    for index in range(cut):
+        message = messages[index]
+        if not message.is_request:
+            continue
+        for part in message.parts:
+            if getattr(part, "metadata", None) is None or id(part) in kept:
+                continue
+            if is_pinned(part) and _is_movable_pin(part):
+                extra.append(part)
+                sources.add(index)
+    if not extra:
+        return front
+    return _Front((*front.parts, *extra), tuple(sorted(sources)), front.receipt_mark)
+
+
+def _pin_bound(messages: Sequence[CanonicalMessage], cut: int) -> int:
+    """``cut`` moved back so no pinned part that cannot move to the front is dropped.
+
+    A pinned tool call or answer keeps its whole pair: the cut stops at (or before) the
+    response holding the call. Any other pinned part of a response (or a pinned general
+    retry prompt) stops the cut at its message. The result is a safe cut again.
+    """
+    if cut <= 0:
+        return cut
+    ids = pinned_call_ids(messages[:cut])
+    bound = cut
+    for index in range(cut):
+        for part in messages[index].parts:
+            if isinstance(part, (ToolCallPart, ToolReturnPart, RetryPromptPart)) and part.tool_call_id in ids:
+                bound = index
+                break
+            if getattr(part, "metadata", None) is not None and is_pinned(part) and not _is_movable_pin(part):
+                bound = index
+                break
+        if bound < cut:
+            break
+    if bound == cut:
+        return cut
+    return safe_cutoff(messages, len(messages) - bound)
 
 
 def _drops_anything(messages: Sequence[CanonicalMessage], cut: int, front: _Front) -> bool:

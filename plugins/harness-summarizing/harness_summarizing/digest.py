@@ -23,10 +23,11 @@ from __future__ import annotations
 
 __all__ = ["Digest", "StructuralDigest", "extract_file_paths"]
 
+
 import json
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -41,6 +42,8 @@ from harness.core import (
     harness_mark,
 )
 from harness_summarizing.prompt import bound_text
+from harness_summarizing.salient import NameTally, extract_names, failure_lines
+from harness_summarizing.shell import extract_file_paths
 from harness_summarizing.summarizer import Summary, SummaryRequest
 
 _READ_TOOLS = frozenset(
@@ -66,22 +69,12 @@ _WRITE_TOOLS = frozenset(
 _EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool", "text_editor"})
 _PATH_KEYS = ("path", "file_path", "filename", "file", "target_file", "notebook_path", "filepath")
 _COMMAND_KEYS = ("command", "cmd", "script")
-_SHELL_READERS = frozenset({"cat", "head", "tail", "nl", "less", "more", "bat", "open"})
-_SHELL_WRITERS = frozenset({"tee", "touch", "create"})
-_SEPARATORS = frozenset({"|", "||", "&&", ";", "&", "(", ")", ";;", "|&"})
-_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 _RETURNCODE_TAG = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 _RETURNCODE_TEXT = re.compile(
     r"(?i)\b(?:exit(?:ed)?(?:\s+with)?(?:\s+code|\s+status)|return\s*code|returncode|exit_code)"
     r"\s*[:=]?\s*(-?\d+)"
 )
 _OUTPUT_TAG = re.compile(r"<output>(.*?)</output>", re.DOTALL)
-_ERROR_LINE = re.compile(
-    r"^\s*(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b.*"
-    r"|(?i:error|fatal|failed|fail)\b[:\s].*"
-    r"|.*\b(?:command not found|No such file or directory|Permission denied)\b.*"
-    r"|.*<tool_use_error>.*)$"
-)
 
 
 def _str_list(value: object) -> list[str]:
@@ -108,6 +101,7 @@ class Digest:
         errors: Errors seen, oldest first.
         errors_omitted: Errors dropped to respect the bound.
         last_state: The newest assistant text, bounded.
+        names: Identifiers seen (paths, dotted, snake/camel case), most salient first.
         earlier_summary: Text of an earlier (model-written) summary this digest continues.
     """
 
@@ -123,6 +117,7 @@ class Digest:
     errors: list[str] = attrs.field(factory=list[str])
     errors_omitted: int = 0
     last_state: str | None = None
+    names: list[str] = attrs.field(factory=list[str])
     earlier_summary: str | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -166,172 +161,34 @@ class Digest:
             errors=_str_list(data.get("errors")),
             errors_omitted=_int("errors_omitted"),
             last_state=_opt_str("last_state"),
+            names=_str_list(data.get("names")),
             earlier_summary=_opt_str("earlier_summary"),
         )
-
-
-def _strip_heredocs(command: str) -> str:
-    """Drop here-document bodies (their text is data, not shell syntax)."""
-    lines = command.split("\n")
-    kept: list[str] = []
-    index = 0
-    while index < len(lines):
-        line = lines[index]
-        kept.append(line)
-        delimiters = [m.group(2) for m in _HEREDOC.finditer(line)]
-        index += 1
-        for delimiter in delimiters:
-            while index < len(lines) and lines[index].strip() != delimiter:
-                index += 1
-            index += 1
-    return "\n".join(kept)
-
-
-def _tokens(line: str) -> list[str]:
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    try:
-        return list(lexer)
-    except ValueError:
-        return line.split()
-
-
-def _is_path(token: str) -> bool:
-    return bool(token) and not token.startswith(("-", "&", "$(")) and not token.startswith("/dev/")
-
-
-def _segments(tokens: list[str]) -> Iterable[list[str]]:
-    segment: list[str] = []
-    for token in tokens:
-        if token in _SEPARATORS:
-            if segment:
-                yield segment
-            segment = []
-        else:
-            segment.append(token)
-    if segment:
-        yield segment
-
-
-def _file_args(args: list[str], *, skip_values: frozenset[str] = frozenset()) -> list[str]:
-    files: list[str] = []
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-            continue
-        if arg in skip_values:
-            skip = True
-            continue
-        if arg.startswith(("-", "+")):
-            continue
-        if _is_path(arg):
-            files.append(arg)
-    return files
-
-
-def _sed_files(args: list[str]) -> tuple[list[str], list[str]]:
-    in_place = any(
-        a == "-i" or (a.startswith("-i") and not a.startswith("--")) or a.startswith("--in-place")
-        for a in args
-    )
-    quiet = any(
-        a in ("-n", "--quiet", "--silent") or (a.startswith("-") and "n" in a[1:] and len(a) < 5)
-        for a in args
-    )
-    has_script_option = any(a in ("-e", "--expression", "-f") for a in args)
-    positional = _file_args(args, skip_values=frozenset({"-e", "--expression", "-f"}))
-    files = positional if has_script_option else positional[1:]
-    if in_place:
-        return [], files
-    return (files, []) if quiet or files else ([], [])
-
-
-def _segment_files(segment: list[str], current: list[str]) -> tuple[list[str], list[str]]:
-    """Reads and writes of one simple command; ``current`` tracks SWE-agent's open file."""
-    reads: list[str] = []
-    writes: list[str] = []
-    words: list[str] = []
-    index = 0
-    while index < len(segment):
-        token = segment[index]
-        if token in (">", ">>", ">|", "&>", "&>>"):
-            if index + 1 < len(segment) and _is_path(segment[index + 1]):
-                writes.append(segment[index + 1])
-            index += 2
-            continue
-        if token in (">&", "<&", "<<", "<<-", "<<<"):
-            index += 2
-            continue
-        if token == "<":
-            if index + 1 < len(segment) and _is_path(segment[index + 1]):
-                reads.append(segment[index + 1])
-            index += 2
-            continue
-        words.append(token)
-        index += 1
-    while words and (words[0] in ("sudo", "env") or ("=" in words[0] and not words[0].startswith("="))):
-        words = words[1:]
-    if words and words[-1].isdigit() and writes:
-        words = words[:-1]  # "2" of "2> file"
-    if not words:
-        return reads, writes
-    program = words[0].rsplit("/", 1)[-1]
-    args = words[1:]
-    if program in _SHELL_READERS:
-        files = _file_args(args, skip_values=frozenset({"-n", "-c", "--lines", "--bytes"}))
-        if program == "open":
-            files = files[:1]
-            if files:
-                current[:] = files
-        reads.extend(files)
-    elif program == "sed":
-        sed_reads, sed_writes = _sed_files(args)
-        reads.extend(sed_reads)
-        writes.extend(sed_writes)
-    elif program in _SHELL_WRITERS:
-        files = _file_args(args)
-        if program == "create":
-            files = files[:1]
-            if files:
-                current[:] = files
-        writes.extend(files)
-    elif program in ("cp", "mv", "install"):
-        files = _file_args(args)
-        if len(files) >= 2:
-            writes.append(files[-1])
-    elif program in ("edit", "insert", "append") and current:
-        writes.append(current[0])
-    return reads, writes
-
-
-def extract_file_paths(command: str, *, current: list[str] | None = None) -> tuple[list[str], list[str]]:
-    """Return the files a shell command reads and writes (a heuristic over common tools).
-
-    Args:
-        command: The shell command line(s).
-        current: SWE-agent's currently open file, updated by ``open``/``create`` (a one-item
-            list used as a mutable cell); ``edit`` writes it.
-
-    Returns:
-        ``(reads, writes)``, each in command order (may hold duplicates).
-    """
-    cell = current if current is not None else []
-    reads: list[str] = []
-    writes: list[str] = []
-    for line in _strip_heredocs(command).split("\n"):
-        for segment in _segments(_tokens(line)):
-            seg_reads, seg_writes = _segment_files(segment, cell)
-            reads.extend(seg_reads)
-            writes.extend(seg_writes)
-    return reads, writes
 
 
 def _content_text(content: object) -> str:
     if isinstance(content, str):
         return content
     return _ENCODER.encode(content)
+
+
+def _error_key(entry: str) -> str:
+    """What identifies an error entry: its failure lines, not the command that printed them."""
+    detail = entry.split("): ", 1)[-1] if entry.startswith("`") else entry
+    return detail if len(detail) >= 16 else entry  # "no output" and the like say nothing alone
+
+
+def _args_text(part: ToolCallPart) -> str:
+    """The string values of a call's arguments (commands, scripts, paths), one per line."""
+    args = part.args
+    if isinstance(args, str):
+        return args
+    if isinstance(args, Mapping):
+        values: list[str] = []
+        for value in args.values():  # pyright: ignore[reportUnknownVariableType]
+            values.append(value if isinstance(value, str) else _ENCODER.encode(value))
+        return "\n".join(values)
+    return ""
 
 
 def _first_line(text: str, limit: int) -> str:
@@ -344,36 +201,6 @@ def _first_line(text: str, limit: int) -> str:
 
 _KEPT_HEAD_CHARS = 120
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
-
-_ERROR_HINTS = (
-    "error",
-    "fail",
-    "fatal",
-    "traceback",
-    "exception",
-    "exit",
-    "interrupt",
-    "not found",
-    "no such file",
-    "denied",
-    "tool_use_error",
-)
-
-
-def _error_line(text: str) -> str | None:
-    lowered = text.lower()
-    if not any(hint in lowered for hint in _ERROR_HINTS):
-        return None
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    if any(line.startswith("Traceback (most recent call last)") for line in lines):
-        for line in reversed(lines):
-            if _ERROR_LINE.match(line):
-                return line
-        return lines[-1]
-    for line in lines:
-        if _ERROR_LINE.match(line):
-            return line
-    return None
 
 
 def _mapping_outcome(content: Mapping[str, object]) -> tuple[int | None, str]:
@@ -459,16 +286,23 @@ class StructuralDigest:
         max_output_chars: Characters kept of a command's first output line and of an error.
         max_command_chars: Characters kept of each command line.
         max_state_chars: Characters kept of the last assistant text.
+        max_names: Identifiers kept (the most salient: frequent, recent, written by the
+            agent rather than only read).
+        max_error_lines: Failure lines kept verbatim per failing tool output.
+        max_error_chars: Characters kept of each failure line.
     """
 
     max_request_chars: int = 2000
     max_requests: int = 30
     max_files: int = 50
     max_commands: int = 30
-    max_errors: int = 20
+    max_errors: int = 40
     max_output_chars: int = 160
     max_command_chars: int = 200
     max_state_chars: int = 1500
+    max_names: int = 200
+    max_error_lines: int = 3
+    max_error_chars: int = 300
 
     def __attrs_post_init__(self) -> None:
         for field in attrs.fields(StructuralDigest):
@@ -499,6 +333,7 @@ class StructuralDigest:
         base.messages += len(messages)
         kept = {id(part) for part in kept_verbatim}
         calls: dict[str, _Call] = {}
+        tally = NameTally()
         current_file: list[str] = []
         new_requests: list[str] = []
         reads: list[str] = []
@@ -509,8 +344,12 @@ class StructuralDigest:
                     mark = harness_mark(part)
                     if mark is not None and (mark.get("kind") == "summary" or mark.get("request_scoped")):
                         continue
+                    if mark is not None and mark.get("kind") and isinstance(part, UserPromptPart):
+                        continue  # a note another capability wrote (a receipt), not a request
                 if isinstance(part, UserPromptPart):
                     text = part.text.strip()
+                    if id(part) not in kept:  # a request kept verbatim shows its names itself
+                        tally.add(extract_names(text), 2.0)
                     if text and id(part) in kept:
                         new_requests.append(f"(kept verbatim above) {bound_text(text, _KEPT_HEAD_CHARS)}")
                     elif text:
@@ -518,20 +357,29 @@ class StructuralDigest:
                 elif isinstance(part, TextPart):
                     if part.content.strip():
                         base.last_state = bound_text(part.content.strip(), self.max_state_chars)
+                        tally.add(extract_names(part.content), 2.0)
                 elif isinstance(part, ToolCallPart):
                     base.tool_calls += 1
                     calls[part.tool_call_id] = self._call(part, current_file, reads, writes, base)
+                    tally.add(extract_names(_args_text(part)), 3.0)
                 elif isinstance(part, ToolReturnPart):
                     self._tool_return(part, calls.get(part.tool_call_id), base)
+                    tally.add(extract_names(_content_text(part.content)), 1.0)
                 elif isinstance(part, RetryPromptPart):
                     where = part.tool_name or "model"
-                    first = _first_line(_content_text(part.content), self.max_output_chars)
+                    text = _content_text(part.content)
+                    lines = failure_lines(text, limit=self.max_error_lines, max_chars=self.max_error_chars)
+                    first = " | ".join(lines) or _first_line(text, self.max_error_chars)
                     self._error(base, f"retry [{where}]: {first}")
+                    tally.add(extract_names(text), 1.0)
         self._merge_requests(base, new_requests)
         _add_unique(base.files_read, reads)
         _add_unique(base.files_written, writes)
         base.files_read = base.files_read[-self.max_files :]
         base.files_written = base.files_written[-self.max_files :]
+        fresh = tally.top(self.max_names)
+        seen = set(fresh)
+        base.names = [*fresh, *(n for n in base.names if n not in seen)][: self.max_names]
         return base
 
     def _call(
@@ -574,9 +422,13 @@ class StructuralDigest:
         if call is not None and call.is_read and call.command is None:
             return  # file contents: error-like lines are data, not errors
         code, output = _outcome(part.content)
-        error = _error_line(output) if code is None or code != 0 else None
-        if code is not None and code == 0:
-            error = None
+        # A failure is a non-zero exit or lines that read as one (a script can print an
+        # error and exit 0); the output of a successful read is data, not a failure.
+        data = code == 0 and call is not None and call.is_read
+        lines = (
+            [] if data else failure_lines(output, limit=self.max_error_lines, max_chars=self.max_error_chars)
+        )
+        error = " | ".join(lines) or None
         if call is not None and call.command is not None:
             command = bound_text(" ".join(call.command.split()), self.max_command_chars)
             outcome = f"exit {code}" if code is not None else "error" if error else "ok"
@@ -587,19 +439,21 @@ class StructuralDigest:
                 digest.commands_omitted += len(digest.commands) - self.max_commands
                 digest.commands = digest.commands[-self.max_commands :]
             if code not in (None, 0) or error:
-                detail = error or _first_line(output, self.max_output_chars) or "no output"
+                detail = error or _first_line(output, self.max_error_chars) or "no output"
                 short = bound_text(command, 80)
-                self._error(digest, f"`{short}` ({outcome}): {bound_text(detail, self.max_output_chars)}")
+                self._error(digest, f"`{short}` ({outcome}): {detail}")
             return
         if call is not None and call.is_read:
             return  # file contents: error-like lines are data, not errors
         if error:
             tool = part.tool_name or (call.tool if call else "tool")
-            self._error(digest, f"{tool}: {bound_text(error, self.max_output_chars)}")
+            self._error(digest, f"{tool}: {error}")
 
     def _error(self, digest: Digest, text: str) -> None:
-        if digest.errors and digest.errors[-1] == text:
-            return
+        # The same failure seen again (another run of a failing command) moves to the end
+        # instead of taking a second place: the lines the agent needs are kept once.
+        key = _error_key(text)
+        digest.errors = [e for e in digest.errors if _error_key(e) != key]
         digest.errors.append(text)
         if len(digest.errors) > self.max_errors:
             digest.errors_omitted += len(digest.errors) - self.max_errors
@@ -646,9 +500,48 @@ class StructuralDigest:
             if digest.errors_omitted:
                 title += f" ({digest.errors_omitted} older errors omitted)"
             out += ["", title, *(f"- {error}" for error in digest.errors)]
+        shown = set(digest.files_read) | set(digest.files_written)
+        names = [name for name in digest.names if name not in shown]
+        if names:
+            out += ["", "## Names seen", " ".join(names)]
         if digest.last_state:
             out += ["", "## Last state", digest.last_state]
         return "\n".join(out)
+
+    def render_within(self, digest: Digest, max_tokens: int, count: Callable[[str], int]) -> str:
+        """Render ``digest`` in at most ``max_tokens`` (by ``count``), leaving out the least useful first.
+
+        Older commands and files read go first, then the last state is shortened, then
+        the least salient names and older errors; the newest errors, the most salient
+        names and the user's requests go last. The payload
+        itself is not changed (a later digest still merges everything).
+        """
+        text = self.render(digest)
+        if count(text) <= max_tokens:
+            return text
+        shrunk = Digest.from_json(digest.to_json())
+        state = digest.last_state or ""
+        for field, floor in _TRIM_STEPS:
+            while True:
+                if field == "last_state":
+                    if len(state) <= floor:
+                        break
+                    state = state[: max(floor, len(state) // 2)]
+                    shrunk.last_state = bound_text(digest.last_state or "", len(state))
+                elif field == "requests":
+                    if all(len(r) <= floor + 1 for r in shrunk.requests):
+                        break
+                    shrunk.requests = [r[:floor] + "…" if len(r) > floor else r for r in shrunk.requests]
+                else:
+                    items: list[Any] = getattr(shrunk, field)
+                    if len(items) <= floor:
+                        break
+                    keep = max(floor, len(items) // 2)
+                    setattr(shrunk, field, items[:keep] if field == "names" else items[len(items) - keep :])
+                text = self.render(shrunk)
+                if count(text) <= max_tokens:
+                    return text
+        return text
 
     async def __call__(self, request: SummaryRequest) -> Summary:
         """Summarize ``request`` (continuing its previous digest or summary)."""
@@ -662,7 +555,31 @@ class StructuralDigest:
         elif request.previous_summary:
             previous = Digest(earlier_summary=request.previous_summary)
         digest = self.digest(request.messages, previous, kept_verbatim=request.kept_verbatim)
-        return Summary(text=self.render(digest), digest=digest.to_json())
+        context = request.context
+        if request.max_tokens is None or context is None:
+            return Summary(text=self.render(digest), digest=digest.to_json())
+        text = self.render_within(digest, request.max_tokens, context.token_counter.count_text)
+        return Summary(text=text, digest=digest.to_json())
+
+
+_TRIM_STEPS: tuple[tuple[str, int], ...] = (
+    ("commands", 8),
+    ("files_read", 20),
+    ("last_state", 600),
+    ("names", 60),
+    ("commands", 2),
+    ("errors", 10),
+    ("files_read", 5),
+    ("names", 25),
+    ("last_state", 200),
+    ("files_written", 10),
+    ("errors", 4),
+    ("commands", 0),
+    ("names", 0),
+    ("files_read", 0),
+    ("requests", 300),
+)
+"""``(field, floor)`` steps :meth:`StructuralDigest.render_within` takes, in order."""
 
 
 def _section(title: str, items: Sequence[str]) -> list[str]:

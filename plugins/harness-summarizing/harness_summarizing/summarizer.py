@@ -55,6 +55,9 @@ class SummaryRequest:
         kept_verbatim: Parts kept word for word beside the summary (system prompts, the
             first user request, kept user prompts); a summarizer need not repeat them.
         context: The request context (model, usage, token counter).
+        max_tokens: About how many tokens the summary may take so the compacted history
+            fits its target (``None``: no bound). The structural digest renders within
+            it; a model summarizer may use it to size its answer.
     """
 
     messages: tuple[CanonicalMessage, ...]
@@ -65,6 +68,7 @@ class SummaryRequest:
     previous_digest: Mapping[str, Any] | None = None
     kept_verbatim: tuple[Part, ...] = ()
     context: RequestContext | None = attrs.field(default=None, repr=False)
+    max_tokens: int | None = None
 
 
 @attrs.frozen

@@ -34,14 +34,14 @@ from harness.core import (
     CanonicalMessage,
     Model,
     Part,
-    SystemPromptPart,
-    ToolCallPart,
     UserPromptPart,
     harness_mark,
     with_harness_mark,
 )
 from harness.history import is_safe_cutoff, safe_cutoff, safe_token_cutoff
+from harness.tokens import MESSAGE_OVERHEAD
 from harness_summarizing.digest import StructuralDigest
+from harness_summarizing.planning import SUMMARY_KIND, Plan, assemble, is_summary_part, plan_compaction
 from harness_summarizing.prompt import (
     DEFAULT_INSTRUCTIONS,
     DEFAULT_SUMMARY_PROMPT,
@@ -54,9 +54,6 @@ from harness_summarizing.summarizer import ModelSummarizer, Summarizer, Summary,
 Fallback: TypeAlias = Literal["digest", "sliding"] | None
 FALLBACKS: tuple[Fallback, ...] = ("digest", "sliding", None)
 """Accepted values of ``SummarizingCompaction(fallback=...)``."""
-
-SUMMARY_KIND = "summary"
-"""The ``kind`` in a summary part's harness mark."""
 
 _HEADER = (
     "[Summary of the earlier conversation: {count} messages were compacted into this summary. "
@@ -104,21 +101,6 @@ def _recall_range(
     return last, last
 
 
-def _is_summary(part: Part) -> bool:
-    if not isinstance(part, UserPromptPart) or part.metadata is None:
-        return False
-    mark = harness_mark(part)
-    return mark is not None and mark.get("kind") == SUMMARY_KIND
-
-
-def _is_user_prompt(part: Part) -> bool:
-    """A user prompt written by the user (marks of other capabilities allowed, e.g. preserved)."""
-    if not isinstance(part, UserPromptPart):
-        return False
-    mark = harness_mark(part)
-    return mark is None or (mark.get("kind") != SUMMARY_KIND and not mark.get("request_scoped"))
-
-
 def find_summary_parts(messages: Sequence[CanonicalMessage]) -> list[tuple[int, int]]:
     """Locate every summary part (recognised by its harness mark, never by text).
 
@@ -130,7 +112,7 @@ def find_summary_parts(messages: Sequence[CanonicalMessage]) -> list[tuple[int, 
         if message.kind != "request":
             continue
         for part_index, part in enumerate(message.parts):
-            if _is_summary(part):
+            if is_summary_part(part):
                 found.append((index, part_index))
     return found
 
@@ -158,17 +140,6 @@ def _positive_or_none(name: str, value: float | None) -> None:
 def _non_negative(name: str, value: int | None) -> None:
     if value is not None and value < 0:
         raise ValueError(f"{name} must be non-negative.")
-
-
-class _Plan:
-    """What one compaction will do (built before the summarizer runs)."""
-
-    def __init__(self) -> None:
-        self.carried: list[Part] = []
-        self.new_messages: list[CanonicalMessage] = []
-        self.previous: list[UserPromptPart] = []
-        self.droppable = 0
-        self.removed_calls: list[str] = []
 
 
 class SummarizingCompaction(Capability):
@@ -214,6 +185,9 @@ class SummarizingCompaction(Capability):
             unchanged) when the summarizer fails.
         min_summary_chars: Shorter summaries count as useless.
         digest: The structural digest used as default and fallback summarizer.
+        summary_fraction: When compacting to a target (``compact(..., target_tokens=T)``,
+            as ``TieredCompaction`` calls it), the summary gets ``summary_fraction x T``
+            tokens (the digest renders within it) and the newest messages the rest.
 
     Raises:
         ValueError: A parameter is out of range; the message names it.
@@ -243,6 +217,7 @@ class SummarizingCompaction(Capability):
         fallback: Fallback = "digest",
         min_summary_chars: int = 20,
         digest: StructuralDigest | None = None,
+        summary_fraction: float = 0.4,
     ) -> None:
         self.trigger = Trigger.create(
             max_messages=max_messages,
@@ -297,6 +272,9 @@ class SummarizingCompaction(Capability):
         self.timeout = timeout
         self.fallback: Fallback = fallback
         self.min_summary_chars = min_summary_chars
+        if not 0 < summary_fraction < 1:
+            raise ValueError(f"summary_fraction must be in (0, 1), got {summary_fraction!r}.")
+        self.summary_fraction = summary_fraction
 
     def __repr__(self) -> str:
         return (
@@ -319,9 +297,14 @@ class SummarizingCompaction(Capability):
     # ------------------------------------------------------------------ compaction
 
     def _cut(
-        self, ctx: RequestContext, messages: list[CanonicalMessage], summaries: list[tuple[int, int]]
+        self,
+        ctx: RequestContext,
+        messages: list[CanonicalMessage],
+        summaries: list[tuple[int, int]],
+        keep_tokens: int | None = None,
     ) -> int:
-        if self.keep_tokens is None:
+        keep_tokens = self.keep_tokens if keep_tokens is None else keep_tokens
+        if keep_tokens is None:
             return safe_cutoff(messages, max(self.keep_messages, 1))
         counter = ctx.token_counter
         summary_at = {id(messages[index]): part_index for index, part_index in summaries}
@@ -334,74 +317,71 @@ class SummarizingCompaction(Capability):
                 return counter.count_message(message)
             return sum(counter.count_part(p) for p in message.parts[part_index + 1 :])
 
-        return safe_token_cutoff(messages, self.keep_tokens, count)
+        return safe_token_cutoff(messages, keep_tokens, count)
 
-    def _plan(self, messages: Sequence[CanonicalMessage], cut: int, has_summary: bool) -> _Plan:
-        plan = _Plan()
-        systems: set[str] = set()
-        first_user_done = has_summary or not self.preserve_first_user_message
-        removed = plan.removed_calls
-        for message in messages[:cut]:
-            parts = message.parts
-            if message.kind == "response":
-                plan.new_messages.append(message)
-                plan.droppable += len(parts)
-                for part in parts:
-                    if isinstance(part, ToolCallPart):
-                        removed.append(part.tool_call_id)
-                continue
-            if (
-                first_user_done
-                and not self.keep_user_messages
-                and all(
-                    not isinstance(p, SystemPromptPart) and getattr(p, "metadata", None) is None
-                    for p in parts
-                )
-            ):
-                plan.new_messages.append(message)  # fast path: unmarked, nothing to carry
-                plan.droppable += len(parts)
-                continue
-            summary_indices = [j for j, p in enumerate(message.parts) if _is_summary(p)]
-            last_summary = summary_indices[-1] if summary_indices else -1
-            is_first_user = not first_user_done and any(_is_user_prompt(p) for p in message.parts)
-            first_user_done = first_user_done or is_first_user
-            new_parts: list[Part] = []
-            for part_index, part in enumerate(message.parts):
-                if _is_summary(part):
-                    plan.previous.append(part)  # pyright: ignore[reportArgumentType]
-                    continue
-                if isinstance(part, SystemPromptPart):
-                    if part.content not in systems:
-                        systems.add(part.content)
-                        plan.carried.append(part)
-                    continue
-                if isinstance(part, UserPromptPart) and part_index < last_summary:
-                    plan.carried.append(part)  # kept verbatim by an earlier compaction
-                    continue
-                if isinstance(part, UserPromptPart) and (is_first_user or self.keep_user_messages):
-                    plan.carried.append(part)
-                    new_parts.append(part)  # the summarizer still sees it
-                    continue
-                new_parts.append(part)
-                plan.droppable += 1
-            if len(new_parts) == len(message.parts):
-                plan.new_messages.append(message)
-            elif new_parts:
-                plan.new_messages.append(message.replace(parts=tuple(new_parts)))
-        return plan
+    def _plan(self, messages: Sequence[CanonicalMessage], cut: int, has_summary: bool) -> Plan:
+        return plan_compaction(
+            messages,
+            cut,
+            has_summary=has_summary,
+            preserve_first_user_message=self.preserve_first_user_message,
+            keep_user_messages=self.keep_user_messages,
+        )
 
-    async def compact(self, ctx: RequestContext, *, reason: str = "forced") -> None:
+    def _fit_cut(
+        self,
+        ctx: RequestContext,
+        messages: list[CanonicalMessage],
+        summaries: list[tuple[int, int]],
+        cut: int,
+        target: int,
+        summary_tokens: int,
+    ) -> int:
+        """The cut keeping the most newest messages while the result fits ``target`` tokens.
+
+        The front (carried parts, pinned parts kept, a summary of ``summary_tokens``) is
+        measured at ``cut`` and the tail gets what is left. ``0`` (do nothing) when the
+        front alone is over the target: the summary would be written for nothing.
+        """
+        counter = ctx.token_counter
+        plan = self._plan(messages, cut, bool(summaries))
+        front = MESSAGE_OVERHEAD + summary_tokens + sum(counter.count_part(p) for p in plan.carried)
+        front += sum(counter.count_message(m) for m in plan.kept)
+        if front > target:
+            return 0  # the carried parts alone nearly fill it: a summary would not fit beside them
+        return self._cut(ctx, messages, summaries, keep_tokens=target - front)
+
+    def _summary_budget(self, target: int) -> int:
+        """Tokens a summary may take when compacting to ``target``."""
+        return max(int(target * self.summary_fraction), 100)
+
+    async def compact(
+        self, ctx: RequestContext, *, reason: str = "forced", target_tokens: int | None = None
+    ) -> None:
         """Summarize the older history now (unconditionally), keeping the newest messages.
 
         Does nothing when there is nothing new to summarize (for example on a history
         this capability just compacted).
+
+        Args:
+            ctx: The request context.
+            reason: Why (reported in the event).
+            target_tokens: Make the compacted history fit this many tokens: instead of
+                ``keep_messages``/``keep_tokens``, keep as many of the newest messages as
+                fit beside the carried parts and the summary (``TieredCompaction`` passes
+                its target, so one compaction frees enough and the prefix stays stable
+                until the history has grown back to the trigger).
         """
         messages = ctx.messages
         total = len(messages)
         if total < 2:
             return
         summaries = find_summary_parts(messages)
+        budget: int | None = None
         cut = self._cut(ctx, messages, summaries)
+        if target_tokens is not None:
+            budget = self._summary_budget(target_tokens)
+            cut = self._fit_cut(ctx, messages, summaries, cut, target_tokens, budget)
         if cut <= 0:
             return
         if summaries and summaries[-1][0] >= cut:
@@ -409,12 +389,13 @@ class SummarizingCompaction(Capability):
             if newest >= total - 1 or not is_safe_cutoff(messages, newest + 1):
                 return
             cut = newest + 1  # a summary must never survive beside a new one
-        plan = self._plan(messages, cut, has_summary=bool(summaries))
+        plan = self._plan(messages, cut, bool(summaries))
         if plan.droppable == 0:
             return
+        plan.max_tokens = budget
         await self._summarize_and_apply(ctx, plan, cut, reason)
 
-    def _request(self, ctx: RequestContext, plan: _Plan, *, render: bool = True) -> SummaryRequest:
+    def _request(self, ctx: RequestContext, plan: Plan, *, render: bool = True) -> SummaryRequest:
         previous_text: str | None = None
         previous_digest: Mapping[str, Any] | None = None
         new_messages = plan.new_messages
@@ -439,6 +420,7 @@ class SummarizingCompaction(Capability):
                 previous_digest=previous_digest,  # pyright: ignore[reportUnknownArgumentType]
                 kept_verbatim=tuple(plan.carried),
                 context=ctx,
+                max_tokens=plan.max_tokens,
             )
         transcript = render_transcript(new_messages, tool_return_max_chars=self.tool_return_max_chars)
         prompt = render_template(
@@ -458,6 +440,7 @@ class SummarizingCompaction(Capability):
             previous_digest=previous_digest,  # pyright: ignore[reportUnknownArgumentType]
             kept_verbatim=tuple(plan.carried),
             context=ctx,
+            max_tokens=plan.max_tokens,
         )
 
     def _resolve(self, ctx: RequestContext) -> tuple[Summarizer, str]:
@@ -501,7 +484,7 @@ class SummarizingCompaction(Capability):
             return None, problem
         return summary, None
 
-    async def _summarize_and_apply(self, ctx: RequestContext, plan: _Plan, cut: int, reason: str) -> None:
+    async def _summarize_and_apply(self, ctx: RequestContext, plan: Plan, cut: int, reason: str) -> None:
         summarizer, label = self._resolve(ctx)
         request = self._request(ctx, plan, render=not isinstance(summarizer, StructuralDigest))
         summary, error = await self._run_summarizer(ctx, summarizer, request)
@@ -561,11 +544,9 @@ class SummarizingCompaction(Capability):
             details["total_summarized_messages"] = total_summarized
         elif plan.previous:
             parts.append(plan.previous[-1])  # sliding fallback: the old summary stays as it is
-        tail = messages[cut:]
-        if tail[0].kind == "request":
-            new_history = [tail[0].replace(parts=(*parts, *tail[0].parts)), *tail[1:]]
-        else:
-            new_history = [CanonicalMessage.request(*parts), *tail]
+        if plan.kept:
+            details["pinned_messages_kept"] = len(plan.kept)
+        new_history = assemble(parts, plan.kept, messages[cut:])
         ctx.replace_messages(
             new_history,
             strategy=self.name,

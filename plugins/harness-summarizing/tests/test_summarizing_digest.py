@@ -241,4 +241,7 @@ def test_digest_defaults() -> None:
         engine.max_output_chars,
         engine.max_command_chars,
         engine.max_state_chars,
-    ) == (2000, 30, 50, 30, 20, 160, 200, 1500)
+        engine.max_names,
+        engine.max_error_lines,
+        engine.max_error_chars,
+    ) == (2000, 30, 50, 30, 40, 160, 200, 1500, 200, 3, 300)

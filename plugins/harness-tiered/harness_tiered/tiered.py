@@ -9,7 +9,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+import attrs
+
 from harness.capabilities import Capability, CompactionEvent, RequestContext, Trigger
+from harness.core import CanonicalMessage, lost_pins
 from harness.errors import CapabilityError
 from harness.history import Violation, check_invariants
 
@@ -46,6 +49,29 @@ def _new_violations(before: Sequence[Violation], after: Sequence[Violation]) -> 
     return introduced
 
 
+def _accepts_target(tier: object) -> bool:
+    """True when the tier's ``compact`` takes ``target_tokens`` (it can aim at the target)."""
+    try:
+        parameters = inspect.signature(getattr(tier, "compact")).parameters  # noqa: B009
+    except (TypeError, ValueError):
+        return False
+    found = parameters.get("target_tokens")
+    if found is not None:
+        return found.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+
+
+@attrs.define
+class _Escalation:
+    """What one pass over the tiers did: runs, accepted ids, the last baseline and tokens."""
+
+    runs: list[dict[str, Any]] = attrs.field(factory=list[dict[str, Any]])
+    removed: list[str] = attrs.field(factory=list[str])
+    cleared: list[str] = attrs.field(factory=list[str])
+    baseline: list[Violation] | None = None
+    tokens: int | None = None
+
+
 class TieredCompaction(Capability):
     """Run compaction tiers cheapest-first until the history fits a token target.
 
@@ -67,6 +93,15 @@ class TieredCompaction(Capability):
         max_tokens: Trigger: more than this many tokens.
         max_fraction: Trigger: more than this fraction of the context window.
         context_window: Overrides the model's context window (for the fractions).
+        lookahead: When a tier can aim at the target (its ``compact`` takes
+            ``target_tokens``, as ``SummarizingCompaction`` and ``SlidingWindow`` do), try
+            the cheaper tiers before it on a copy first: if they reach the target their
+            result is kept; if not, the aiming tier runs first on the untouched history
+            and the cheaper ones after it on its result (the prefix changes in this request
+            anyway, so what they free costs no further cache write and postpones the next
+            compaction).
+            So a summary digests real outputs rather than placeholders, and no edit is
+            made (and paid for in the prompt cache) that a later tier throws away.
 
     Without ``max_*`` the trigger is "the history exceeds the target".
 
@@ -88,6 +123,7 @@ class TieredCompaction(Capability):
         max_tokens: int | None = None,
         max_fraction: float | None = None,
         context_window: int | None = None,
+        lookahead: bool = False,
     ) -> None:
         tier_list = list(tiers)
         if not tier_list:
@@ -111,9 +147,11 @@ class TieredCompaction(Capability):
             required=False,
         )
         self.tiers: tuple[object, ...] = tuple(tier_list)
+        self._takes_target = tuple(_accepts_target(tier) for tier in tier_list)
         self.target_tokens = target_tokens
         self.target_fraction = target_fraction
         self.context_window = context_window
+        self.lookahead = lookahead
 
     def __repr__(self) -> str:
         names = ", ".join(tier_name(t) for t in self.tiers)
@@ -161,51 +199,44 @@ class TieredCompaction(Capability):
         tokens_before = ctx.context_tokens()
         if tokens_before <= target:
             return
-        tokens = tokens_before
-        baseline: list[Violation] | None = None
-        runs: list[dict[str, Any]] = []
-        removed: list[str] = []
-        cleared: list[str] = []
-        for index, tier in enumerate(self.tiers):
+        order = list(range(len(self.tiers)))
+        run = _Escalation()
+        first_aiming = next((i for i, takes in enumerate(self._takes_target) if takes), None)
+        lookahead: dict[str, Any] | None = None
+        done = False
+        if self.lookahead and first_aiming is not None and first_aiming > 0:
+            # Try the cheaper tiers on a copy: when they cannot reach the target, the tier
+            # that aims at it works on the untouched history (a summary of real outputs,
+            # not of placeholders), and the cheaper tiers run after it only if needed.
+            scratch = attrs.evolve(
+                ctx, messages=list(ctx.messages), events=[], on_event=None, request_scoped=[]
+            )
+            trial = _Escalation()
+            tokens = await self._run(scratch, order[:first_aiming], target, reason, trial, tokens_before)
             if tokens <= target:
-                break
-            name = tier_name(tier)
-            snapshot = list(ctx.messages)
-            first_event = len(ctx.events)
-            run: dict[str, Any] = {"index": index, "tier": name, "tokens_before": tokens}
-            try:
-                result = getattr(tier, "compact")(ctx, reason=f"tiered: {reason}")  # noqa: B009
-                if inspect.isawaitable(result):
-                    await result
-            except Exception as exc:
-                ctx.messages[:] = snapshot
-                run["error"] = f"{type(exc).__name__}: {exc}"
-                run["reverted"] = True
-            except BaseException:
-                ctx.messages[:] = snapshot  # cancelled: leave a consistent history, then propagate
-                raise
+                ctx.messages[:] = scratch.messages
+                for event in scratch.events:
+                    ctx.report(event)
+                ctx.request_scoped.extend(scratch.request_scoped)
+                run = trial
+                done = True
             else:
-                changed = len(snapshot) != len(ctx.messages) or any(
-                    a is not b for a, b in zip(snapshot, ctx.messages, strict=True)
-                )
-                if changed:
-                    if baseline is None:
-                        baseline = check_invariants(snapshot)
-                    current = check_invariants(ctx.messages)
-                    broken = _new_violations(baseline, current)
-                    if broken:
-                        ctx.messages[:] = snapshot
-                        run["error"] = "left the history invalid: " + "; ".join(v.detail for v in broken[:5])
-                        run["reverted"] = True
-                    else:
-                        baseline = current  # the accepted history is the next tier's baseline
-                        for event in ctx.events[first_event:]:
-                            removed.extend(event.removed_tool_call_ids)
-                            cleared.extend(event.cleared_tool_call_ids)
-                run["changed"] = changed and not run.get("reverted", False)
-            tokens = ctx.count_tokens()
-            run["tokens_after"] = tokens
-            runs.append(run)
+                skipped = [tier_name(self.tiers[i]) for i in order[:first_aiming]]
+                lookahead = {"tiers": skipped, "tokens_after": tokens, "reached": False}
+                order = [first_aiming, *order[:first_aiming], *order[first_aiming + 1 :]]
+        if not done:
+            await self._run(ctx, order, target, reason, run, tokens_before)
+            if lookahead is not None and run.tokens is not None:
+                # The prefix changes in this request anyway: what the cheaper tiers free now
+                # costs no further cache write and postpones the next compaction.
+                ran = {r["index"] for r in run.runs}
+                rest = [i for i in order[1:] if i < order[0] and i not in ran]
+                await self._run(ctx, rest, 0, reason, run, run.tokens)
+        tokens = run.tokens if run.tokens is not None else tokens_before
+        runs = run.runs
+        removed = run.removed
+        cleared = run.cleared
+        details_extra: dict[str, Any] = {} if lookahead is None else {"lookahead": lookahead}
         ctx.report(
             CompactionEvent(
                 strategy=self.name,
@@ -221,6 +252,81 @@ class TieredCompaction(Capability):
                     "reached": tokens <= target,
                     "tiers_run": [run["tier"] for run in runs],
                     "tiers": runs,
+                    **details_extra,
                 },
             )
         )
+
+    async def _run(
+        self,
+        ctx: RequestContext,
+        order: Sequence[int],
+        target: int,
+        reason: str,
+        state: _Escalation,
+        tokens: int,
+    ) -> int:
+        """Run the tiers at ``order`` on ``ctx`` until it fits ``target``; record into ``state``."""
+        state.tokens = tokens
+        for index in order:
+            if tokens <= target:
+                break
+            tier = self.tiers[index]
+            snapshot = list(ctx.messages)
+            first_event = len(ctx.events)
+            run: dict[str, Any] = {"index": index, "tier": tier_name(tier), "tokens_before": tokens}
+            try:
+                compact = getattr(tier, "compact")  # noqa: B009
+                if self._takes_target[index]:
+                    result = compact(ctx, reason=f"tiered: {reason}", target_tokens=target)
+                else:
+                    result = compact(ctx, reason=f"tiered: {reason}")
+                if inspect.isawaitable(result):
+                    await result
+            except Exception as exc:
+                ctx.messages[:] = snapshot
+                run["error"] = f"{type(exc).__name__}: {exc}"
+                run["reverted"] = True
+            except BaseException:
+                ctx.messages[:] = snapshot  # cancelled: leave a consistent history, then propagate
+                raise
+            else:
+                changed = len(snapshot) != len(ctx.messages) or any(
+                    a is not b for a, b in zip(snapshot, ctx.messages, strict=True)
+                )
+                if changed:
+                    self._check(ctx, snapshot, first_event, run, state)
+                run["changed"] = changed and not run.get("reverted", False)
+            tokens = ctx.count_tokens()
+            run["tokens_after"] = tokens
+            state.runs.append(run)
+            state.tokens = tokens
+        return tokens
+
+    @staticmethod
+    def _check(
+        ctx: RequestContext,
+        snapshot: list[CanonicalMessage],
+        first_event: int,
+        run: dict[str, Any],
+        state: _Escalation,
+    ) -> None:
+        """Undo a tier's edit that broke an invariant or lost a pin; else record its ids."""
+        if state.baseline is None:
+            state.baseline = check_invariants(snapshot)
+        current = check_invariants(ctx.messages)
+        broken = _new_violations(state.baseline, current)
+        lost = lost_pins(snapshot, ctx.messages)
+        if broken:
+            ctx.messages[:] = snapshot
+            run["error"] = "left the history invalid: " + "; ".join(v.detail for v in broken[:5])
+            run["reverted"] = True
+        elif lost:
+            ctx.messages[:] = snapshot
+            run["error"] = f"lost {len(lost)} pinned part(s)"
+            run["reverted"] = True
+        else:
+            state.baseline = current  # the accepted history is the next tier's baseline
+            for event in ctx.events[first_event:]:
+                state.removed.extend(event.removed_tool_call_ids)
+                state.cleared.extend(event.cleared_tool_call_ids)
