@@ -71,6 +71,26 @@ _MARKERS = re.compile(
     r"|\bSegmentation fault\b|\bcore dumped\b"
 )
 
+_CANDIDATES = (
+    "traceback", "error", "exception", "failure", "fault", "exit", "interrupt", "fatal", "panic", "fail",
+    "err!", "caused by", "non-zero", "no such file", "command not found", "permission denied",
+    "segmentation fault", "core dumped",
+)  # fmt: skip
+"""Every failure line holds one of these (lower-cased), a return code or status, or starts with
+``E`` (pytest's ``E   ...``): a text with none has no failure line, found with a few C-speed
+substring searches."""
+
+
+_RETURN_STATUS = re.compile(r"return[\s_-]?(?:code|status)")
+
+
+def _may_fail(text: str) -> bool:
+    lowered = text.lower()
+    if any(word in lowered for word in _CANDIDATES) or text.startswith("E") or "\nE" in text:
+        return True
+    return "return" in lowered and _RETURN_STATUS.search(lowered) is not None
+
+
 _EXTENSIONS = (
     "py|pyi|pyx|ipynb|rs|go|js|jsx|mjs|cjs|ts|tsx|java|kt|kts|scala|swift|c|h|cc|cpp|cxx|hpp|hh|cs|fs|rb|php|"
     "pl|pm|lua|r|jl|ex|exs|erl|hs|ml|mli|clj|dart|vue|svelte|sh|bash|zsh|fish|ps1|bat|sql|graphql|proto|"
@@ -127,6 +147,8 @@ def failure_lines(text: str) -> list[str]:
     Returns:
         The failure lines, first occurrence order.
     """
+    if not _may_fail(text):
+        return []
     found: dict[str, None] = {}
     lines = text.splitlines()
     index = 0
@@ -171,6 +193,8 @@ def named_paths(text: str) -> list[str]:
     ``.rs``, ``.ts``, ``.md``, ``.json``, ``.toml``, ...). URLs are not paths.
     Trailing ``.``, ``,``, ``:`` and ``)`` are not part of a path.
     """
+    if "/" not in text and "." not in text:
+        return []
     found: dict[str, None] = {}
     for match in _PATH.finditer(text):
         token = match.group(1).rstrip(".,:;")
@@ -272,9 +296,18 @@ def excerpt(
     kept_names = [n for n in defined_names(text) if not _shown(n, kept_failures)][:max_names] if names else []
     lines = len(text.splitlines())
     result = Excerpt(tuple(kept_failures), tuple(kept_paths), tuple(kept_names), lines)
-    while result and measure(result.render()) > max_tokens:
+    while result and _over(result.render(), max_tokens, measure):
         result = _shrink(result)
     return result
+
+
+def _over(text: str, limit: int, measure: Callable[[str], int]) -> bool:
+    """Whether ``text`` holds more than ``limit`` tokens.
+
+    A text of at most ``limit`` UTF-8 bytes cannot (every token is at least one byte): it is
+    not counted.
+    """
+    return len(text.encode()) > limit and measure(text) > limit
 
 
 def _shown(item: str, lines: list[str]) -> bool:
