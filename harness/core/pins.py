@@ -30,6 +30,7 @@ __all__ = [
 from collections.abc import Iterator, Sequence
 from typing import Final, TypeAlias, TypeVar, cast
 
+from harness.core._sequences import common_prefix, common_suffix
 from harness.core.messages import (
     CanonicalMessage,
     Part,
@@ -154,12 +155,9 @@ def _same(a: Part, b: Part) -> bool:
 
 
 def _span(before: Sequence[CanonicalMessage], after: Sequence[CanonicalMessage]) -> tuple[int, int, int]:
-    """``(start, stop in before, stop in after)`` of the messages an edit changed (by identity)."""
-    limit = min(len(before), len(after))
-    start = 0
-    while start < limit and before[start] is after[start]:
-        start += 1
-    end = 0
-    while end < limit - start and before[-1 - end] is after[-1 - end]:
-        end += 1
-    return start, len(before) - end, len(after) - end
+    """``(start, stop in before, stop in after)`` of the messages an edit changed, found at C speed."""
+    a = before if isinstance(before, list) else list(before)
+    b = after if isinstance(after, list) else list(after)
+    start = common_prefix(a, b)
+    end = common_suffix(a, b, min(len(a), len(b)) - start)
+    return start, len(a) - end, len(b) - end
