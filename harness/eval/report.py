@@ -74,8 +74,7 @@ class RunFigures:
 
     def recall_of(self, name: str) -> float | None:
         """Recall of one class (``None`` when no probe of it was due)."""
-        visible, due = self.recall.get(name, (0, 0))
-        return visible / due if due else None
+        return _recall(self.recall, name)
 
     def as_json(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -151,8 +150,7 @@ class StackFigures:
 
     def recall_of(self, name: str) -> float | None:
         """Pooled recall of one class (``None`` when no probe of it was due)."""
-        visible, due = self.recall.get(name, (0, 0))
-        return visible / due if due else None
+        return _recall(self.recall, name)
 
     def as_json(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -164,6 +162,11 @@ class StackFigures:
             "files": self.files,
             **_figures_json(self),
         }
+
+
+def _recall(recall: Mapping[str, tuple[int, int]], name: str) -> float | None:
+    visible, due = recall.get(name, (0, 0))
+    return visible / due if due else None
 
 
 def _figures_json(figures: RunFigures | StackFigures) -> dict[str, Any]:

@@ -26,14 +26,13 @@ __all__ = [
     "PAUSED_NOTE_KEY",
     "Continuity",
     "ContinuitySettings",
-    "PauseSetting",
     "anchors_text",
     "has_user_prompt",
     "receipt_text",
 ]
 
 from collections.abc import Collection, Sequence
-from typing import Final, TypeAlias, cast
+from typing import Final, cast
 
 import attrs
 
@@ -55,8 +54,6 @@ compaction so a later run still knows what an earlier compaction removed."""
 _SAVED_ANCHORS: Final = 64
 """At most this many anchors are kept in the session (the newest constraints win)."""
 
-PauseSetting: TypeAlias = "bool | Collection[str]"
-"""``True`` (after any compaction), ``False``, or the capability names whose compactions pause."""
 
 _SHOWN_REFS: Final = 5
 _ANCHOR_CHARS: Final = 4_000
@@ -147,14 +144,6 @@ class Continuity:
         self._carried = carried if isinstance(carried, str) else None
         if settings.anchors:
             self.tracker.remember(_saved_anchors(session.metadata.get(ANCHORS_KEY)))
-
-    @property
-    def enabled(self) -> bool:
-        """Whether the step does anything (else the run skips it entirely)."""
-        s = self.settings
-        return (
-            s.anchors or s.receipt or self._pause_all or bool(self._pause_names) or self._carried is not None
-        )
 
     def before_capabilities(self, messages: Sequence[CanonicalMessage]) -> None:
         """Read what the history gained since the last request (the anchors' sources)."""
