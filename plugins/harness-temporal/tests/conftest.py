@@ -57,7 +57,7 @@ def spawn_worker(
 
     def spawn(scenario: Scenario) -> subprocess.Popen[bytes]:
         log = (tmp_path / f"worker-{len(started) + 1}.log").open("wb")
-        env = {**os.environ, SCENARIO_ENV: scenario.to_json()}
+        env = {**os.environ, SCENARIO_ENV: scenario.to_json(), "PYTHONFAULTHANDLER": "1"}
         command = [
             sys.executable,
             "-m",

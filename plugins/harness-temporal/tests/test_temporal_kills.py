@@ -156,7 +156,8 @@ async def test_a_worker_stopped_gracefully_writes_nothing_while_evicted(
     await asyncio.to_thread(wait_for, records / BLOCKED_FILE, 60, process=first)
     before = _stored(engine.store_url, "term-session")
     first.send_signal(signal.SIGTERM)
-    assert await asyncio.to_thread(first.wait, 30) == 0
+    status = await asyncio.to_thread(first.wait, 30)
+    assert status == 0, (tmp_path / "worker-1.log").read_text(errors="replace")
     after = _stored(engine.store_url, "term-session")
     assert after.revision == before.revision
     spawn_worker(scenario)
