@@ -1,7 +1,7 @@
 """Session store benchmarks: a step's checkpoint, loading, and the bytes a long session takes.
 
 For every store that is available (SQLite always; the file store when
-``harness.session.jsonfile`` exists; PostgreSQL when ``harness_postgres`` is installed and
+``harness.stores.jsonfile`` exists; PostgreSQL when ``harness_postgres`` is installed and
 the server of ``HARNESS_TEST_POSTGRES_DSN`` answers, in a throwaway schema dropped
 afterwards), against today's whole-file JSON save:
 
@@ -55,7 +55,7 @@ from _timing import Measurement  # noqa: E402
 
 from harness.core import CanonicalMessage, TextPart, ToolCallPart, ToolReturnPart, Usage  # noqa: E402
 from harness.session import LedgerEntry, Session, SessionStore  # noqa: E402
-from harness.session.sqlite import SqliteStore  # noqa: E402
+from harness.stores.sqlite import SqliteStore  # noqa: E402
 from harness.tools import RunContext  # noqa: E402  (module level: the tool's annotations are resolved)
 
 GROUP = "session"
@@ -132,7 +132,7 @@ def _sqlite(folder: Path) -> Backend:
 
 def _jsonfile(folder: Path) -> Backend | None:
     try:
-        from harness.session.jsonfile import JsonFileStore  # pyright: ignore[reportMissingImports]
+        from harness.stores.jsonfile import JsonFileStore  # pyright: ignore[reportMissingImports]
     except ImportError:
         return None
     store: SessionStore = JsonFileStore(folder / "store")  # pyright: ignore[reportUnknownVariableType]

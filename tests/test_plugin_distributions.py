@@ -158,11 +158,12 @@ PUBLIC_PACKAGES = {
     "harness.run",
     "harness.models",
     "harness.config",
-    # The durable engines' kit: the replay-safe store wrapper and the kill-test scenario.
-    "harness.session.replay_safe",
+    "harness.durable",
+    "harness.stores",
+    # The durable engines' kill-test scenario.
     "harness.testing.durable",
     # The helpers a SQL store backend shares with SqliteStore: row conversion and searchable text.
-    "harness.session.rows",
+    "harness.stores.rows",
     "harness.session.text",
 }
 """What a plugin may import from: the layer packages' curated APIs, never their modules."""

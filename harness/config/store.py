@@ -1,6 +1,6 @@
 """``harness.open_store``: a store URL opened with the installed plugins (``harness-postgres``...).
 
-:func:`harness.session.open_store` knows the built-in ``sqlite:`` and ``file:`` schemes
+:func:`harness.stores.open_store` knows the built-in ``sqlite:`` and ``file:`` schemes
 and asks the plugin manager it is given. This is the same with a manager that loaded
 the ``harness`` entry points, so an installed store distribution answers its scheme with
 no further setup. The CLI's ``--store`` option and ``HARNESS_STORE`` go through it.
@@ -13,8 +13,9 @@ __all__ = ["open_store"]
 import os
 
 from harness.hooks.manager import PluginManager
-from harness.session.store import SessionStore, default_store_url
-from harness.session.store import open_store as _open_store
+from harness.session.store import SessionStore
+from harness.stores import default_store_url
+from harness.stores import open_store as _open_store
 
 
 def open_store(
@@ -24,7 +25,7 @@ def open_store(
 
     Args:
         url: ``sqlite:///sessions.db``, ``postgresql://user@host/db``, ``file:///dir``, a bare
-            path, or ``None`` for :func:`~harness.session.default_store_url`
+            path, or ``None`` for :func:`~harness.stores.default_store_url`
             (``$HARNESS_STORE``, else ``sessions.db`` in the XDG data folder).
         plugin_manager: The manager to ask; default: a new one that loaded the
             ``harness`` entry points.

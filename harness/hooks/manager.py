@@ -420,7 +420,7 @@ class PluginManager(Middleware):
     def resolve_store(self, url: str) -> object | None:
         """Ask the ``resolve_store`` hook, in pluggy's order; ``None`` when no plugin answers.
 
-        The answer is returned as is (:func:`harness.session.open_store` checks it). Only
+        The answer is returned as is (:func:`harness.stores.open_store` checks it). Only
         registered plugins answer: call :meth:`load_entrypoint_plugins` first.
 
         Raises:

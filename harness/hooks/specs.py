@@ -423,7 +423,7 @@ def resolve_store(url: str) -> SessionStore | None:
 
     Signature: ``resolve_store(url: str) -> SessionStore | None``
 
-    Called by :func:`harness.session.open_store` when it is given a plugin manager (as
+    Called by :func:`harness.stores.open_store` when it is given a plugin manager (as
     ``harness.open_store``, ``harness run --store`` and ``harness sessions --store`` do),
     before the built-in ``sqlite:`` and ``file:`` schemes are tried, so a plugin can add
     a backend or replace a built-in one. ``harness-postgres`` answers ``postgresql://``

@@ -9,7 +9,7 @@
 * :mod:`harness.run.recovery`: abort, timeout and failure recovery.
 * :mod:`harness.run.fallback`: tool calls written as text.
 * :mod:`harness.run.compaction`: :func:`compact` a history outside a run.
-* :mod:`harness.run.fingerprint`: the agent fingerprint a durable run checks before it resumes.
+* :mod:`harness.durable.fingerprint`: the agent fingerprint a durable run checks before it resumes.
 * :mod:`harness.run.events`, :mod:`harness.run.stream`: ``Agent.run_stream`` and its events.
 * :mod:`harness.run.approvals`: calls held back for a human decision, and resuming them.
 * :mod:`harness.run.model_calls`: each model call through the ``wrap_model_request`` chain.
@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+from harness.durable.fingerprint import FINGERPRINT_COMPONENTS, agent_fingerprint, check_fingerprint
+from harness.durable.resume import OUTCOME_UNKNOWN_CONTENT
 from harness.run.agent import Agent, RunResult
 from harness.run.compaction import CompactionResult, compact, compact_sync
 from harness.run.events import (
@@ -33,7 +35,6 @@ from harness.run.events import (
 )
 from harness.run.executor import AWAITING_APPROVAL_CONTENT, NON_RETRYABLE, ToolExecutor, tool_content
 from harness.run.fallback import FALLBACK_ID_PREFIX, extract_fallback_tool_calls, with_fallback_tool_calls
-from harness.run.fingerprint import FINGERPRINT_COMPONENTS, agent_fingerprint, check_fingerprint
 from harness.run.orchestrator import RequestOrchestrator, RunOutcome
 from harness.run.outgoing import build_outgoing, system_parts
 from harness.run.prepare import prepare_history
@@ -45,7 +46,6 @@ from harness.run.responses import (
     unique_tool_call_ids,
 )
 from harness.run.result import RunStatus
-from harness.run.resume import OUTCOME_UNKNOWN_CONTENT
 from harness.run.settings import InstructionsFunction, RunSettings
 from harness.run.stream import RunStream
 

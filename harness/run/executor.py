@@ -41,12 +41,12 @@ from harness.core.messages import (
     ToolReturnPart,
     with_harness_mark,
 )
+from harness.durable.resume import OUTCOME_UNKNOWN_CONTENT
 from harness.errors import MessageError, ToolArgumentsError, UserAbort
 from harness.hooks.manager import PluginManager
 from harness.hooks.middleware import DEFERRED_BY
 from harness.run.events import EventSink, RetryPrompt, ToolResult
 from harness.run.recovery import ABORTED_TOOL_CONTENT
-from harness.run.resume import OUTCOME_UNKNOWN_CONTENT
 from harness.run.settings import RunSettings
 from harness.tools.context import RunContext
 from harness.tools.lifecycle import ToolEvent

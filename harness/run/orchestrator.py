@@ -53,6 +53,7 @@ from harness.core.messages import (
 from harness.core.model import Model, ModelSettings, ToolDefinition
 from harness.core.nodes import CallToolsNode, EndNode, ModelRequestNode, Node
 from harness.core.pins import pin
+from harness.durable.resume import pending_calls, plan_resume
 from harness.errors import (
     EmptyResponseError,
     HarnessError,
@@ -90,7 +91,6 @@ from harness.run.responses import (
     unique_tool_call_ids,
 )
 from harness.run.result import RunOutcome, RunStatus
-from harness.run.resume import pending_calls, plan_resume
 from harness.run.settings import RunSettings
 from harness.session import Session
 from harness.tokens import TokenCounter
@@ -273,7 +273,7 @@ class RequestOrchestrator:
     # ---------------------------------------------------------------- steps
 
     async def _resume(self) -> None:
-        """Answer the calls a stopped run left unanswered (see :mod:`harness.run.resume`)."""
+        """Answer the calls a stopped run left unanswered (see :mod:`harness.durable.resume`)."""
         calls = pending_calls(self.session.messages)
         if not calls or self.session.store is None:
             return

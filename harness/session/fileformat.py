@@ -2,7 +2,7 @@
 
 Written by :meth:`harness.session.Session.save`; read by :meth:`harness.session.Session.load`
 (through :func:`session_fields_from_bytes`), by :func:`list_sessions` and by the
-``file:`` store (:mod:`harness.session.jsonfile`).
+``file:`` store (:mod:`harness.stores.jsonfile`).
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
-"""The :class:`SessionStore` protocol, and :func:`open_store` for a store URL.
+"""The :class:`SessionStore` protocol: what every session store implements.
 
-Built-in schemes:
-
-* ``sqlite:///path/sessions.db`` (``sqlite:///:memory:`` for a private in-memory store):
-  :class:`~harness.session.sqlite.SqliteStore`, the embedded default;
-* ``file:///dir``: :class:`~harness.session.jsonfile.JsonFileStore`, today's JSON session
-  files plus an append-only JSON Lines log beside each.
-
-``postgresql://user@host/db`` comes from the ``harness-postgres`` distribution, which
-answers the ``resolve_store`` hook. Any plugin can add a scheme the same way.
+The backends live in :mod:`harness.stores` (SQLite, the ``file:`` folder, and
+:func:`~harness.stores.open_store` for a URL); ``postgresql://`` comes from the
+``harness-postgres`` distribution through the ``resolve_store`` hook.
 
 A store is a small synchronous API over records (:mod:`harness.session.records`):
 :meth:`~SessionStore.commit` writes a :class:`~harness.session.records.Checkpoint` in one
@@ -20,24 +14,11 @@ is the suite a third-party store runs against its own factory.
 
 from __future__ import annotations
 
-__all__ = [
-    "STORE_ENV",
-    "SessionStore",
-    "StoreResolver",
-    "default_store_url",
-    "open_store",
-    "store_path",
-    "store_url",
-]
+__all__ = ["SessionStore", "StoreResolver"]
 
-import os
-from collections.abc import Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Protocol, runtime_checkable
-from urllib.parse import unquote, urlsplit
 
-from harness.errors import StoreResolutionError
 from harness.session.records import (
     Checkpoint,
     EditRecord,
@@ -47,9 +28,6 @@ from harness.session.records import (
     SessionHead,
     StoredSession,
 )
-
-STORE_ENV = "HARNESS_STORE"
-"""Environment variable naming the default store URL (wins over the XDG default)."""
 
 
 @runtime_checkable
@@ -153,108 +131,3 @@ class StoreResolver(Protocol):
     def resolve_store(self, url: str) -> object | None:
         """The store for ``url``, or ``None`` when no plugin knows the scheme."""
         ...
-
-
-def _xdg_data_home() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "harness"
-
-
-def default_store_url() -> str:
-    """``$HARNESS_STORE``, else ``sqlite:///$XDG_DATA_HOME/harness/sessions.db``."""
-    configured = os.environ.get(STORE_ENV, "").strip()
-    if configured:
-        return configured
-    return store_url(_xdg_data_home() / "sessions.db")
-
-
-def store_path(url: str) -> Path:
-    """The file or folder a ``sqlite:`` or ``file:`` URL names.
-
-    SQLite URLs follow SQLAlchemy's convention: ``sqlite:///sessions.db`` is relative to
-    the working directory and ``sqlite:////var/lib/app/sessions.db`` (four slashes) is
-    absolute. ``file:///dir`` is absolute and ``file:dir`` relative. Percent escapes are
-    decoded.
-
-    Raises:
-        StoreResolutionError: The URL names a host, or no path.
-    """
-    parts = urlsplit(url)
-    if parts.netloc not in ("", "localhost"):
-        raise StoreResolutionError(url, f"a {parts.scheme}: URL names a local path, not a host")
-    raw = unquote(parts.path)
-    if parts.scheme == "sqlite" and "://" in url:
-        raw = raw[1:]  # sqlite:///x.db -> x.db ; sqlite:////abs.db -> /abs.db
-    if not raw:
-        raise StoreResolutionError(url, "the URL names no path")
-    return Path(raw)
-
-
-def store_url(path: str | os.PathLike[str], scheme: str = "sqlite") -> str:
-    """The URL of a local SQLite file (``scheme="sqlite"``) or store folder (``"file"``)."""
-    absolute = Path(path).absolute()
-    return f"sqlite:///{absolute}" if scheme == "sqlite" else f"file://{absolute}"
-
-
-def _builtin(url: str, scheme: str) -> SessionStore | None:
-    if scheme == "sqlite":
-        from harness.session.sqlite import SqliteStore
-
-        if url.rstrip("/").endswith(":memory:"):
-            return SqliteStore(":memory:")
-        return SqliteStore(store_path(url))
-    if scheme == "file":
-        from harness.session.jsonfile import JsonFileStore
-
-        return JsonFileStore(store_path(url))
-    return None
-
-
-_BUILTIN_SCHEMES: Sequence[str] = ("sqlite", "file")
-
-
-def open_store(
-    url: str | os.PathLike[str] | None = None, *, plugin_manager: StoreResolver | None = None
-) -> SessionStore:
-    """Open the store a URL names (default :func:`default_store_url`).
-
-    ``plugin_manager``'s ``resolve_store`` hook is asked first (so a plugin can add a
-    scheme or replace a built-in one), then the built-in ``sqlite:`` and ``file:``
-    schemes answer. A bare path is taken as a SQLite file, or as a ``file:`` folder when
-    it is an existing directory.
-
-    Raises:
-        StoreResolutionError: No plugin and no built-in store understands the URL, or a
-            plugin answered something that is not a store.
-        SessionStoreError: The store exists but cannot be used (corrupt, newer schema).
-    """
-    text = os.fspath(url) if url is not None else default_store_url()
-    text = text.strip()
-    if not text:
-        raise StoreResolutionError(text, "the store URL is empty")
-    scheme = urlsplit(text).scheme.lower() if "://" in text else ""
-    if not scheme:
-        scheme = "file" if Path(text).is_dir() else "sqlite"
-        text = store_url(text, scheme)
-    if plugin_manager is not None:
-        answer = plugin_manager.resolve_store(text)
-        if answer is not None:
-            if not isinstance(answer, SessionStore):
-                raise StoreResolutionError(
-                    text,
-                    f"a resolve_store hook returned {type(answer).__name__}, which is not a SessionStore",
-                )
-            return answer
-    store = _builtin(text, scheme)
-    if store is not None:
-        return store
-    hint = ""
-    if scheme in ("postgresql", "postgres"):
-        hint = (
-            "; install the harness-postgres distribution and open the store through a plugin manager "
-            "that loaded it (harness.open_store(url) and the CLI do)"
-        )
-    known = ", ".join(f"{s}:" for s in _BUILTIN_SCHEMES)
-    raise StoreResolutionError(
-        text, f"no plugin's resolve_store hook answered and the built-in stores know {known}{hint}"
-    )

@@ -385,7 +385,7 @@ class _Runner:
         }
         if self.store is None:
             return Session(**fields)
-        from harness.session.replay_safe import ReplaySafeStore
+        from harness.durable.replay_safe import ReplaySafeStore
 
         inner = cast("SessionStore", killable) if killable is not None else self.store
         return Session.create(store=ReplaySafeStore(inner, run_key), **fields)
@@ -414,7 +414,7 @@ class _Runner:
 
 def _open_store(url: str) -> SessionStore:
     from harness.hooks.manager import PluginManager
-    from harness.session.store import open_store
+    from harness.stores import open_store
 
     if url.startswith(("sqlite:", "file:")):
         return open_store(url)
@@ -438,7 +438,7 @@ async def assert_replay_identical(
         agent_factory: Builds the agent (sync or async); called once per execution.
         prompt: The run's prompt.
         store_url: Run on a stored session in this store (through
-            :class:`~harness.session.replay_safe.ReplaySafeStore`), and compare the stored
+            :class:`~harness.durable.replay_safe.ReplaySafeStore`), and compare the stored
             session too. The session ``session_id`` is deleted from it before and after each
             execution. ``None``: an in-memory session.
         crash_after: The units (1-based, model-request and tool-call units in run order) to

@@ -68,7 +68,7 @@ def open_with_plugins(spec: str) -> SessionStore:
     """
     global _manager
     from harness.hooks.manager import PluginManager
-    from harness.session import open_store
+    from harness.stores import open_store
 
     if _manager is None:
         manager = PluginManager()

@@ -22,7 +22,8 @@ from harness.cli import cli
 from harness.core import ToolReturnPart
 from harness.history import check_invariants
 from harness.run.approvals import held_calls, is_placeholder
-from harness.session import Session, open_store
+from harness.session import Session
+from harness.stores import open_store
 
 HARNESS = str(Path(sys.executable).with_name("harness"))
 PROMPT = "What is in app.py?"

@@ -26,7 +26,8 @@ from harness.config.store import open_store
 from harness.core.messages import CanonicalMessage, TextPart, ToolCallPart, ToolReturnPart
 from harness.errors import SessionConflictError
 from harness.history import check_invariants
-from harness.session import Session, SessionStore, default_store_url
+from harness.session import Session, SessionStore
+from harness.stores import default_store_url
 from harness.tokens import TokenCounter
 
 STACK = "sliding_window:keep_messages=2"

@@ -17,7 +17,7 @@ from harness.cli import cli
 from harness.cli.sessions.manage import parse_when
 from harness.core.messages import CanonicalMessage, TextPart, ToolCallPart, ToolReturnPart
 from harness.session import Session, SessionStore
-from harness.session.sqlite import SqliteStore
+from harness.stores.sqlite import SqliteStore
 
 CLEAR_EVENT: dict[str, Any] = {
     "strategy": "clear_tool_results",
@@ -482,7 +482,7 @@ def test_the_readme_command_line_life_cycle_uses_real_options() -> None:
 
 
 def test_every_command_works_on_a_folder_store(tmp_path: Path) -> None:
-    from harness.session.jsonfile import JsonFileStore
+    from harness.stores.jsonfile import JsonFileStore
 
     folder = tmp_path / "files"
     with JsonFileStore(folder) as files:

@@ -19,7 +19,7 @@ from harness.cli import cli
 from harness.core import message_text
 from harness.core.messages import CanonicalMessage, ToolCallPart, ToolReturnPart
 from harness.session import Session
-from harness.session.sqlite import SqliteStore
+from harness.stores.sqlite import SqliteStore
 
 HARNESS = str(Path(sys.executable).with_name("harness"))
 

@@ -14,8 +14,8 @@ from click.testing import CliRunner, Result
 from harness.cli import cli
 from harness.core.messages import CanonicalMessage, TextPart, ToolCallPart, ToolReturnPart
 from harness.session import LedgerEntry, Session, SessionStore
-from harness.session.jsonfile import JsonFileStore
-from harness.session.sqlite import SqliteStore
+from harness.stores.jsonfile import JsonFileStore
+from harness.stores.sqlite import SqliteStore
 
 EVENT: dict[str, Any] = {
     "strategy": "clear_tool_results",

@@ -6,7 +6,7 @@ import pytest
 
 from harness.errors import CapabilityError, SessionStoreError, StoreResolutionError
 from harness.hooks import PluginManager, hookimpl
-from harness.session import open_store
+from harness.stores import open_store
 
 
 class Raises:

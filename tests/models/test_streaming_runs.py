@@ -24,7 +24,8 @@ from harness.models.anthropic import AnthropicModel
 from harness.models.anthropic import RetryPolicy as AnthropicRetry
 from harness.models.openai import OpenAIModel, RetryPolicy
 from harness.run import events as ev
-from harness.session import Session, open_store
+from harness.session import Session
+from harness.stores import open_store
 from tests.models.conftest import FakeServer, Sleeps, Stream, sse  # pyright: ignore[reportMissingTypeStubs]
 
 

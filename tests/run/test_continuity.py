@@ -17,7 +17,7 @@ from harness.errors import CapabilityError
 from harness.hooks import hookimpl
 from harness.models.function import FunctionInfo, FunctionModel
 from harness.run.continuity import ANCHORS_KEY, PAUSED_NOTE_KEY
-from harness.session import open_store
+from harness.stores import open_store
 
 RECEIPT = "[harness] The conversation was compacted before this request:"
 

@@ -19,7 +19,8 @@ from harness.hooks import PluginManager, hookimpl
 from harness.models.function import FunctionInfo, FunctionModel
 from harness.run import events as ev
 from harness.run.approvals import is_placeholder
-from harness.session import Session, open_store
+from harness.session import Session
+from harness.stores import open_store
 
 ran: list[str] = []
 

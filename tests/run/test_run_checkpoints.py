@@ -9,12 +9,13 @@ import pytest
 
 from harness import Agent, Capability, CompactionEvent, RequestContext, hookimpl
 from harness.core.messages import CanonicalMessage, TextPart, ToolCallPart, ToolReturnPart
+from harness.durable.resume import OUTCOME_UNKNOWN_CONTENT
 from harness.errors import SessionConflictError
 from harness.history import check_invariants
 from harness.models.function import FunctionInfo, FunctionModel
-from harness.run.resume import OUTCOME_UNKNOWN_CONTENT
-from harness.session import LedgerEntry, Session, SessionStore, open_store
+from harness.session import LedgerEntry, Session, SessionStore
 from harness.session.tracking import encode_part
+from harness.stores import open_store
 from harness.tools.tool import Tool
 
 
@@ -262,7 +263,7 @@ async def test_an_abort_keeps_the_interrupted_marker_in_the_store(store: Session
 
 
 def test_an_unknown_outcome_is_recorded_so_a_second_stop_gives_the_same_answer() -> None:
-    from harness.run.resume import plan_resume
+    from harness.durable.resume import plan_resume
     from harness.session.tracking import decode_part
 
     def write(path: str) -> str:

@@ -21,8 +21,8 @@ from harness.session import (
     find_session,
     list_sessions,
 )
-from harness.session.jsonfile import JsonFileStore
-from harness.session.sqlite import SqliteStore
+from harness.stores.jsonfile import JsonFileStore
+from harness.stores.sqlite import SqliteStore
 from harness.testing import assert_store_consistent
 from harness.testing.store_conformance import sample_messages
 

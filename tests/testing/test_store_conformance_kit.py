@@ -11,8 +11,8 @@ import pytest
 
 from harness.errors import SessionConflictError
 from harness.session import Checkpoint, LogEntry, SearchHit, SessionStore
-from harness.session.sqlite import SqliteStore
-from harness.session.store import store_path, store_url
+from harness.stores import store_path, store_url
+from harness.stores.sqlite import SqliteStore
 from harness.testing import StoreConformance, StoreFactory, store_problems
 from harness.testing.store_kit import new_session, sample_messages
 

@@ -8,8 +8,8 @@ import glob
 from pathlib import Path
 
 from harness.errors import SessionStoreError
-from harness.session.jsonfile import JsonFileStore
 from harness.session.store import SessionStore
+from harness.stores.jsonfile import JsonFileStore
 
 
 def session_file(store: SessionStore, session_id: str) -> Path | None:

@@ -7,7 +7,7 @@ Which store a command uses, first match wins:
 2. ``--session-dir DIR`` on the command line: the ``file:`` store over ``DIR``, the JSON
    session files of the releases before stores (``harness sessions`` also spells it ``--dir``);
 3. ``$HARNESS_STORE``, then ``$HARNESS_SESSION_DIR`` (a ``file:`` store);
-4. :func:`harness.session.default_store_url`: ``sessions.db`` in the XDG data folder.
+4. :func:`harness.stores.default_store_url`: ``sessions.db`` in the XDG data folder.
 
 Stores are opened with :func:`harness.config.store.open_store`, so an installed plugin
 answers its scheme (``postgresql://``).
@@ -36,7 +36,8 @@ from click.core import ParameterSource
 
 from harness.cli._app import HarnessCliError
 from harness.errors import HarnessError
-from harness.session.store import SessionStore, default_store_url, store_url
+from harness.session.store import SessionStore
+from harness.stores import default_store_url, store_url
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 

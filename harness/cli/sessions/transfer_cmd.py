@@ -37,8 +37,9 @@ from harness.cli.sessions.render import plural
 from harness.errors import SessionConflictError, SessionNotFoundError, SessionSaveError
 from harness.session import Session
 from harness.session.records import Checkpoint, LogEntry, SessionHead, ViewEntry
-from harness.session.store import SessionStore, store_path, store_url
+from harness.session.store import SessionStore
 from harness.session.transfer import copy_all, copy_session
+from harness.stores import store_path, store_url
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
 _SQLITE_SUFFIXES = frozenset({".db", ".sqlite", ".sqlite3"})

@@ -13,7 +13,8 @@ from harness_recall import Recall, read_reference
 from harness import Agent, CanonicalMessage, Part, Session, ToolCallPart, ToolReturnPart, UserPromptPart
 from harness.core import harness_mark
 from harness.models.function import FunctionInfo, FunctionModel
-from harness.session import SessionStore, open_store
+from harness.session import SessionStore
+from harness.stores import open_store
 
 BIG = "".join(f"test_{i:04d} ... {'FAILED' if i == 900 else 'ok'}\n" for i in range(5000))
 MARKER = re.compile(r'recall\("([^"]+)", offset=(\d+)\) reads them\]')

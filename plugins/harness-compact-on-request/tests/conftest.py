@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.session import SessionStore, open_store
+from harness.session import SessionStore
+from harness.stores import open_store
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ rows in the journal.
 Tool calls after a crash: DBOS runs again a step that had not finished. A tool that is not
 idempotent and that the earlier execution had recorded as started in the session's
 tool-effect ledger (:meth:`ReplaySafeStore.started_before
-<harness.session.replay_safe.ReplaySafeStore.started_before>`) is not run again: its
+<harness.durable.replay_safe.ReplaySafeStore.started_before>`) is not run again: its
 outcome is ``"unknown"`` and the model is told so. Any other tool runs (the attempt loop
 of :func:`~harness.core.effects.run_attempts`, inside the step).
 """
@@ -39,8 +39,8 @@ from dbos import DBOS
 from dbos._error import DBOSUnexpectedStepError
 
 from harness.core import CanonicalMessage, ModelRequestUnit, ToolCallUnit, ToolOutcome, run_attempts
+from harness.durable import ReplaySafeStore
 from harness.errors import WorkflowIncompatibleError
-from harness.session.replay_safe import ReplaySafeStore
 from harness.wire import encode_json, messages_from_jsonable, messages_to_jsonable
 
 MODEL_STEP: Final = "harness.model_request"

@@ -43,7 +43,7 @@ class RunSpec:
         store_url: The session store's URL.
         session_id: The run's session (created by the run if the store has none such).
         prompt: The prompt (``None``: continue the session without a new prompt).
-        fingerprint: :func:`~harness.run.fingerprint.agent_fingerprint` of the agent
+        fingerprint: :func:`~harness.durable.fingerprint.agent_fingerprint` of the agent
             when the run was started.
         started_at: When the run was started (UTC): ``now()`` before the first unit.
         working_directory: The working directory of a session the run creates.

@@ -3,11 +3,11 @@
 The workflow's input is a :class:`~harness_dbos.spec.RunSpec` JSON text; it:
 
 1. builds the agent with :func:`harness.config.load_agent` and checks the fingerprint the
-   run started with (:func:`~harness.run.fingerprint.check_fingerprint`): a worker whose
+   run started with (:func:`~harness.durable.fingerprint.check_fingerprint`): a worker whose
    agent, tools or stack changed refuses the run with
    :class:`~harness.errors.WorkflowIncompatibleError` before it touches the session;
 2. opens the session store (:func:`harness.open_store`) and wraps it in a
-   :class:`~harness.session.replay_safe.ReplaySafeStore` keyed by the workflow id, so a
+   :class:`~harness.durable.replay_safe.ReplaySafeStore` keyed by the workflow id, so a
    replay skips the checkpoints an earlier execution already committed;
 3. snapshots the session as it is when the run begins, in a step of its own (a replay
    starts from the journaled snapshot, not from what the crashed execution left), or
@@ -27,10 +27,10 @@ from dbos._error import DBOSUnexpectedStepError
 
 from harness import open_store
 from harness.config import load_agent
+from harness.durable import ReplaySafeStore, snapshot_session
 from harness.errors import WorkflowIncompatibleError
 from harness.run import check_fingerprint
 from harness.session import Session, SessionStore, usage_to_mapping
-from harness.session.replay_safe import ReplaySafeStore, snapshot_session
 from harness_dbos.effects import DBOSEffects
 from harness_dbos.spec import RunSpec, RunSummary
 

@@ -20,7 +20,7 @@ from harness_dbos.scenarios import AGENT, PROMPT, plain_run, stored_session
 from harness_dbos.testing import WorkerProcess
 
 from harness import Session, open_store
-from harness.run.resume import OUTCOME_UNKNOWN_CONTENT
+from harness.durable.resume import OUTCOME_UNKNOWN_CONTENT
 from harness.testing.durable import (
     BLOCKED_FILE,
     SCENARIO_ENV,

@@ -15,8 +15,8 @@ from harness_dbos.scenarios import AGENT, PROMPT
 from harness_dbos.testing import WorkerProcess
 
 from harness import open_store
+from harness.durable import snapshot_session
 from harness.errors import WorkflowIncompatibleError
-from harness.session.replay_safe import snapshot_session
 from harness.testing.durable import BLOCKED_FILE, SCENARIO_ENV, Scenario, recorded_requests, wait_for
 
 SESSION = "fedcba9876543210fedcba9876543210"

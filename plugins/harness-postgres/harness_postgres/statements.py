@@ -24,7 +24,7 @@ __all__ = ["HEAD_COLUMNS", "MIGRATIONS", "SCHEMA_VERSION", "TEXT_SEARCH_CONFIG",
 
 from psycopg import sql
 
-from harness.session.rows import HEAD_COLUMNS as ROW_HEAD_COLUMNS
+from harness.stores.rows import HEAD_COLUMNS as ROW_HEAD_COLUMNS
 
 SCHEMA_VERSION = 1
 """The schema version this release writes; an older schema is migrated when a store opens it."""
@@ -33,7 +33,7 @@ TEXT_SEARCH_CONFIG = "simple"
 """The text-search configuration of the index and the queries: no stemming, no stop words."""
 
 HEAD_COLUMNS: tuple[str, ...] = ROW_HEAD_COLUMNS
-"""The ``sessions`` columns in the order of :func:`harness.session.rows.head_to_row`."""
+"""The ``sessions`` columns in the order of :func:`harness.stores.rows.head_to_row`."""
 
 _SCHEMA_V1 = """
 CREATE TABLE {s}.sessions (

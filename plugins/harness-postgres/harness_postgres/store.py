@@ -1,6 +1,6 @@
 """``PostgresStore``: sessions in PostgreSQL, shared by every process and machine that reaches the server.
 
-The same records and semantics as :class:`harness.session.sqlite.SqliteStore`, on psycopg 3:
+The same records and semantics as :class:`harness.stores.sqlite.SqliteStore`, on psycopg 3:
 
 * **One transaction per checkpoint.** A write first locks the session's head row
   (``SELECT ... FOR UPDATE``) and compares its revision with the checkpoint's base, so
@@ -44,7 +44,8 @@ from harness.session import (
     StoredSession,
     ViewEntry,
 )
-from harness.session.rows import (
+from harness.session.text import searchable_text
+from harness.stores.rows import (
     check_checkpoint,
     edit_from_row,
     edit_to_row,
@@ -55,7 +56,6 @@ from harness.session.rows import (
     prune_plan,
     snippet,
 )
-from harness.session.text import searchable_text
 from harness_postgres.connection import Attempt, Connection, Link
 from harness_postgres.dsn import parse_target
 from harness_postgres.migrations import ensure_schema

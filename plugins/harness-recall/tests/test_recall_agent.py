@@ -20,7 +20,8 @@ from harness import (
 from harness.core.messages import message_text
 from harness.history import check_invariants
 from harness.models.function import FunctionInfo, FunctionModel
-from harness.session import SessionStore, open_store
+from harness.session import SessionStore
+from harness.stores import open_store
 
 HINT = re.compile(r"\[recall: ([^\]]+)\]")
 READS = 6

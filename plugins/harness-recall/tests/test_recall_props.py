@@ -24,7 +24,7 @@ from harness import (
     compact_sync,
 )
 from harness.history import check_invariants
-from harness.session import open_store
+from harness.stores import open_store
 from harness.testing import assert_no_split_tool_pairs, assert_request_kept, assert_transformation_safe
 from harness.testing.strategies import histories
 

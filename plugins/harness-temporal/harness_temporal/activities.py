@@ -33,10 +33,10 @@ from temporalio.exceptions import ApplicationError
 
 from harness.config import load_agent
 from harness.core import NON_RETRYABLE, CanonicalMessage, ToolOutcome
+from harness.durable import snapshot_session
 from harness.errors import AgentLoadError, SessionNotFoundError, ToolArgumentsError, ToolRetry
 from harness.run import agent_fingerprint, tool_content
 from harness.session import Session
-from harness.session.replay_safe import snapshot_session
 from harness.tools import RunContext
 from harness_temporal.units import (
     ACTIVITY_MODEL,
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 def open_run_store(url: str) -> SessionStore:
     """Open a run's store: the built-in schemes, or one an installed plugin answers (``postgresql:``)."""
     from harness.hooks import PluginManager
-    from harness.session import open_store
+    from harness.stores import open_store
 
     if url.startswith(("sqlite:", "file:")):
         return open_store(url)

@@ -187,7 +187,7 @@ class RunSpec:
         store: The session store URL (shared by every worker).
         session_id: The run's session (new or existing).
         prompt: The run's prompt (``None``: continue a pending request).
-        fingerprint: :func:`harness.run.fingerprint.agent_fingerprint` of the agent when the run
+        fingerprint: :func:`harness.durable.fingerprint.agent_fingerprint` of the agent when the run
             was started.
         working_directory: The new session's working directory (the starting process's).
         options: The activities' timeouts and retries.

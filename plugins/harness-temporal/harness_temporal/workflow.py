@@ -1,7 +1,7 @@
 """The harness run as a Temporal workflow: the orchestration in the workflow, every effect an activity.
 
 :class:`HarnessRun` builds the agent (:func:`harness.config.load_agent`), refuses a run
-whose agent changed since it started (:func:`harness.run.fingerprint.check_fingerprint`:
+whose agent changed since it started (:func:`harness.durable.fingerprint.check_fingerprint`:
 a non-retryable ``WorkflowIncompatibleError``), takes the session as it was when the run
 began from its first activity (journaled once), and runs ``agent.run`` with
 :class:`TemporalEffects`: ``now()`` and ``new_id()`` are Temporal's replay-stable
@@ -18,7 +18,7 @@ The workflow is **not sandboxed** (``sandboxed=False``). harness's orchestration
 deterministic given its effects, but it reads and writes the session store synchronously
 at each checkpoint, and uses ``datetime``/``uuid`` defaults that Temporal's sandbox would
 refuse or re-import per run. The store is wrapped in
-:class:`~harness.session.replay_safe.ReplaySafeStore`, so a replay writes nothing an earlier
+:class:`~harness.durable.replay_safe.ReplaySafeStore`, so a replay writes nothing an earlier
 execution already wrote; and while Temporal replays or evicts the workflow, a commit that
 would write is refused (a cancelled run's clean-up must not write when it is only evicted
 from a worker's cache).
@@ -38,10 +38,10 @@ from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 from harness.config import load_agent
 from harness.core import CanonicalMessage, ModelRequestUnit, ToolCallUnit, ToolOutcome
+from harness.durable import ReplaySafeStore
 from harness.errors import AgentLoadError, WorkflowIncompatibleError
 from harness.run import check_fingerprint
 from harness.session import Checkpoint, Session
-from harness.session.replay_safe import ReplaySafeStore
 from harness_temporal.activities import open_run_store
 from harness_temporal.errors import TemporalRunError
 from harness_temporal.units import (

@@ -13,7 +13,7 @@ from harness_temporal.testing import DevServer
 
 from harness.errors import SessionNotFoundError, WorkflowIncompatibleError
 from harness.session import Session
-from harness.session.store import open_store
+from harness.stores import open_store
 from harness.testing.durable import (
     SCENARIO_ENV,
     Scenario,

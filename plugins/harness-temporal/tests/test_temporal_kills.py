@@ -12,10 +12,10 @@ import pytest
 from harness_temporal import TemporalEngine
 
 from harness.core.messages import TextPart, ToolReturnPart
+from harness.durable.resume import OUTCOME_UNKNOWN_CONTENT
 from harness.errors import WorkflowIncompatibleError
-from harness.run.resume import OUTCOME_UNKNOWN_CONTENT
 from harness.session import Session
-from harness.session.store import open_store
+from harness.stores import open_store
 from harness.testing.durable import (
     BLOCKED_FILE,
     Scenario,

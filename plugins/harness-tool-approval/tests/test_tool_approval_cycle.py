@@ -28,7 +28,8 @@ from harness.models.function import FunctionInfo, FunctionModel
 from harness.run.approvals import held_calls, is_placeholder
 from harness.run.events import ApprovalNeeded, RunFinished
 from harness.run.executor import AWAITING_APPROVAL_CONTENT
-from harness.session import SessionStore, open_store
+from harness.session import SessionStore
+from harness.stores import open_store
 from harness.tools import Tool
 
 HERE = Path(__file__).resolve()
@@ -407,7 +408,7 @@ RESUMER = textwrap.dedent(
     spec.loader.exec_module(cycle)
 
     from harness import Session
-    from harness.session import open_store
+    from harness.stores import open_store
     from harness_tool_approval import Approve, Edit, Reject
 
     def decision(spec):

@@ -10,9 +10,10 @@ import pytest
 
 from harness.core.messages import CanonicalMessage, TextPart, ToolReturnPart, UserPromptPart
 from harness.errors import SessionConflictError, SessionNotFoundError, SessionStoreError
-from harness.session import SESSION_KEYS, LedgerEntry, Session, list_sessions, open_store, store_url
-from harness.session.filelog import STATE_FORMAT
-from harness.session.jsonfile import LOCK_NAME, JsonFileStore
+from harness.session import SESSION_KEYS, LedgerEntry, Session, list_sessions
+from harness.stores import open_store, store_url
+from harness.stores.filelog import STATE_FORMAT
+from harness.stores.jsonfile import LOCK_NAME, JsonFileStore
 from harness.testing import assert_store_consistent
 from harness.testing.store_kit import STAMP, new_session, sample_messages
 

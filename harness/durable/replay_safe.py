@@ -23,25 +23,21 @@ call as ``started``: the call was running when the earlier execution stopped, so
 that is not idempotent must not run again (the model is told its outcome is unknown).
 
 The run must also start from the session as it was when it began, not as the crashed
-execution left it: :func:`snapshot_session` reads that state as one JSON text, which the
-engine keeps in its journal once per run, and :meth:`ReplaySafeStore.session_from_snapshot`
-turns it back into the :class:`~harness.session.Session` the run starts with.
+execution left it: see :mod:`harness.durable.snapshot`.
 """
 
 from __future__ import annotations
 
-__all__ = ["DURABLE_MARK", "ReplaySafeStore", "snapshot_session"]
+__all__ = ["DURABLE_MARK", "ReplaySafeStore"]
 
-import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
-from harness.errors import SessionNotFoundError, SessionStoreError
+from harness.errors import SessionNotFoundError
 from harness.session.delegating import DelegatingStore
-from harness.session.records import Checkpoint, SessionHead, StoredSession, ViewEntry
-from harness.session.rows import head_from_row, head_to_row, ledger_from_row, ledger_to_row
+from harness.session.records import Checkpoint, SessionHead
 from harness.session.store import SessionStore
 
 if TYPE_CHECKING:
@@ -49,29 +45,6 @@ if TYPE_CHECKING:
 
 DURABLE_MARK = "harness.durable"
 """The head metadata key of a durable run's commit mark: ``{"run": key, "commit": n}``."""
-
-_SNAPSHOT_VERSION = 1
-
-
-def snapshot_session(store: SessionStore, session_id: str) -> str | None:
-    """The session as it is now, as one JSON text (``None``: the store has no such session).
-
-    Raises:
-        SessionStoreError: The store cannot be read.
-    """
-    try:
-        stored = store.load(session_id)
-    except SessionNotFoundError:
-        return None
-    data = {
-        "version": _SNAPSHOT_VERSION,
-        "head": list(head_to_row(stored.head)),
-        "view": [[entry.seq, entry.body, entry.source, body] for entry, body in stored.view],
-        "thoughts": list(stored.thoughts),
-        "ledger": [list(ledger_to_row(entry)) for entry in stored.ledger],
-        "edits": len(store.edits(session_id)),
-    }
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 def _mark(head: SessionHead) -> tuple[str, int] | None:
@@ -149,29 +122,11 @@ class ReplaySafeStore(DelegatingStore):
         return mark is not None and mark[0] == self.run_key and mark[1] >= number
 
     def session_from_snapshot(self, snapshot: str, *, source: str = "the run's journal") -> Session:
-        """The session a :func:`snapshot_session` text holds, bound to this store.
+        """The session a :func:`~harness.durable.snapshot.snapshot_session` text holds, bound to this store.
 
         Raises:
             SessionStoreError: ``snapshot`` is not such a text (names ``source``).
         """
-        from harness.session import Session
+        from harness.durable.snapshot import session_from_snapshot
 
-        try:
-            data: object = json.loads(snapshot)
-            if not isinstance(data, dict):
-                raise ValueError("not a JSON object")
-            fields = cast(dict[str, Any], data)
-            if fields.get("version") != _SNAPSHOT_VERSION:
-                raise ValueError("not a version 1 session snapshot")
-            head = head_from_row(self.url, fields["head"])
-            view = tuple(
-                (ViewEntry(seq=seq, body=body, source=src), text) for seq, body, src, text in fields["view"]
-            )
-            ledger = tuple(ledger_from_row(self.url, head.session_id, row) for row in fields["ledger"])
-            stored = StoredSession(head=head, view=view, thoughts=tuple(fields["thoughts"]), ledger=ledger)
-            edits = int(fields["edits"])
-        except (ValueError, KeyError, TypeError, IndexError) as exc:
-            raise SessionStoreError(
-                self.url, f"the session snapshot in {source} is not valid: {exc}"
-            ) from exc
-        return Session.from_stored(self, stored, edits=edits)
+        return session_from_snapshot(self, snapshot, source=source)

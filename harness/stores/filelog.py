@@ -47,8 +47,8 @@ import attrs
 from harness.errors import SessionLoadError, SessionStoreError
 from harness.session.fileformat import SESSION_VERSION, session_fields_from_bytes, usage_to_mapping
 from harness.session.records import EditRecord, LedgerEntry, LogEntry, SessionHead, ViewEntry
-from harness.session.rows import HEAD_COLUMNS as ROW_HEAD_COLUMNS
-from harness.session.rows import (
+from harness.stores.rows import HEAD_COLUMNS as ROW_HEAD_COLUMNS
+from harness.stores.rows import (
     edit_from_row,
     edit_to_row,
     head_from_row,

@@ -53,8 +53,8 @@ from harness.session.records import (
     StoredSession,
     ViewEntry,
 )
-from harness.session.rows import HEAD_COLUMNS as ROW_HEAD_COLUMNS
-from harness.session.rows import (
+from harness.stores.rows import HEAD_COLUMNS as ROW_HEAD_COLUMNS
+from harness.stores.rows import (
     check_checkpoint,
     edit_from_row,
     edit_to_row,
@@ -65,16 +65,16 @@ from harness.session.rows import (
     prune_plan,
     snippet,
 )
-from harness.session.sqlite_schema import MIGRATIONS as _MIGRATIONS
-from harness.session.sqlite_schema import SCHEMA_VERSION
-from harness.session.sqlite_values import bind as _bind
-from harness.session.sqlite_values import bind_row as _bind_row
-from harness.session.sqlite_values import is_text as _is_text
-from harness.session.sqlite_values import pack_body as _pack
-from harness.session.sqlite_values import text_of_body as _text_of_body
-from harness.session.sqlite_values import unbind as _unbind
-from harness.session.sqlite_values import unbind_row as _unbind_row
-from harness.session.sqlite_values import unpack_body as _unpack
+from harness.stores.sqlite_schema import MIGRATIONS as _MIGRATIONS
+from harness.stores.sqlite_schema import SCHEMA_VERSION
+from harness.stores.sqlite_values import bind as _bind
+from harness.stores.sqlite_values import bind_row as _bind_row
+from harness.stores.sqlite_values import is_text as _is_text
+from harness.stores.sqlite_values import pack_body as _pack
+from harness.stores.sqlite_values import text_of_body as _text_of_body
+from harness.stores.sqlite_values import unbind as _unbind
+from harness.stores.sqlite_values import unbind_row as _unbind_row
+from harness.stores.sqlite_values import unpack_body as _unpack
 
 _HEAD_COLUMNS = ROW_HEAD_COLUMNS
 _HEAD_SELECT = ", ".join(_HEAD_COLUMNS)

@@ -11,20 +11,62 @@ naming what changed, and leaves the session alone.
 
 from __future__ import annotations
 
-__all__ = ["FINGERPRINT_COMPONENTS", "agent_fingerprint", "check_fingerprint"]
+__all__ = ["FINGERPRINT_COMPONENTS", "Fingerprinted", "agent_fingerprint", "check_fingerprint"]
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol, cast
 
 import attrs
 
 from harness.core.model import Model
 from harness.errors import WorkflowIncompatibleError
 
-if TYPE_CHECKING:
-    from harness.run.agent import Agent
+
+class _Settings(Protocol):
+    @property
+    def model(self) -> Model: ...
+    @property
+    def tools(self) -> Mapping[str, Any]: ...
+    @property
+    def system_prompt(self) -> str | None: ...
+    @property
+    def instructions(self) -> object: ...
+    @property
+    def model_settings(self) -> object: ...
+    @property
+    def max_iterations(self) -> int: ...
+    @property
+    def tool_max_retries(self) -> int: ...
+    @property
+    def tool_retry_budget(self) -> int: ...
+    @property
+    def max_empty_responses(self) -> int: ...
+    @property
+    def fallback_tool_calls(self) -> bool: ...
+    @property
+    def continuity(self) -> object: ...
+
+
+class _Capabilities(Protocol):
+    @property
+    def capabilities(self) -> Sequence[object]: ...
+
+
+class Fingerprinted(Protocol):
+    """What :func:`agent_fingerprint` reads of an agent (a :class:`harness.Agent` is one)."""
+
+    @property
+    def run_settings(self) -> _Settings:
+        """The agent's frozen run settings."""
+        ...
+
+    @property
+    def plugin_manager(self) -> _Capabilities:
+        """Its plugin manager, whose capabilities are part of the fingerprint."""
+        ...
+
 
 FINGERPRINT_COMPONENTS = ("model", "tools", "capabilities", "prompts", "settings")
 """The components :func:`agent_fingerprint` digests, in order."""
@@ -68,7 +110,7 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def agent_fingerprint(agent: Agent) -> dict[str, str]:
+def agent_fingerprint(agent: Fingerprinted) -> dict[str, str]:
     """Digest each component of ``agent`` that decides what its runs send (see the module).
 
     Returns:
@@ -107,7 +149,9 @@ def agent_fingerprint(agent: Agent) -> dict[str, str]:
     return {name: _digest(described[name]) for name in FINGERPRINT_COMPONENTS}
 
 
-def check_fingerprint(recorded: Mapping[str, str], agent: Agent, *, run_id: str | None = None) -> None:
+def check_fingerprint(
+    recorded: Mapping[str, str], agent: Fingerprinted, *, run_id: str | None = None
+) -> None:
     """Refuse to go on with a run recorded with ``recorded`` if ``agent`` differs from it.
 
     Raises:

@@ -1,6 +1,6 @@
 """A ``file:`` store's folder on disk: its lock, atomic replaces, cut-and-append, committed reads.
 
-:class:`StoreFolder` is what :class:`~harness.session.jsonfile.JsonFileStore` writes
+:class:`StoreFolder` is what :class:`~harness.stores.jsonfile.JsonFileStore` writes
 through. Writers hold an exclusive ``fcntl.flock`` of ``<folder>/.harness-store.lock`` and
 readers a shared one, so a revision check and the write after it are one step for every
 process on the machine. Every file is created with mode 0600, the folder with 0700.

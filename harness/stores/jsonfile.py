@@ -1,6 +1,6 @@
 """``JsonFileStore``: sessions as today's JSON files in a folder, each with its raw log beside it.
 
-The folder (``file:///dir``) holds, per session, the files :mod:`harness.session.filelog`
+The folder (``file:///dir``) holds, per session, the files :mod:`harness.stores.filelog`
 describes: the snapshot ``<project_id>_<session_id>.json`` (today's session file, exactly
 the contract's keys, the export and import format: ``Session.load`` and
 ``list_sessions`` read it), the append-only raw log ``<stem>.log.jsonl``, the journal
@@ -42,7 +42,19 @@ from typing import Any, Literal, cast
 import attrs
 
 from harness.errors import HarnessWarning, SessionConflictError, SessionNotFoundError, SessionStoreError
-from harness.session.filelog import (
+from harness.session.files import backup_path
+from harness.session.records import (
+    Checkpoint,
+    EditRecord,
+    LogEntry,
+    PruneResult,
+    SearchHit,
+    SessionHead,
+    StoredSession,
+    ViewEntry,
+)
+from harness.session.text import searchable_text
+from harness.stores.filelog import (
     NONCE_PREFIX,
     FileState,
     Journal,
@@ -56,20 +68,8 @@ from harness.session.filelog import (
     snapshot_bytes,
     state_nonce,
 )
-from harness.session.files import backup_path
-from harness.session.folder import LOCK_NAME, StoreFolder
-from harness.session.records import (
-    Checkpoint,
-    EditRecord,
-    LogEntry,
-    PruneResult,
-    SearchHit,
-    SessionHead,
-    StoredSession,
-    ViewEntry,
-)
-from harness.session.rows import check_checkpoint, prune_plan, snippet
-from harness.session.text import searchable_text
+from harness.stores.folder import LOCK_NAME, StoreFolder
+from harness.stores.rows import check_checkpoint, prune_plan, snippet
 
 _STATE = ".state"
 _NAME_PROBLEM = re.compile(r"[/\\\x00]|^\.|^$")

@@ -21,8 +21,8 @@ import pytest
 from harness.core.messages import CanonicalMessage, TextPart, ToolCallPart, ToolReturnPart
 from harness.errors import SessionStoreError
 from harness.session import LedgerEntry, Session
-from harness.session.sqlite import SqliteStore
 from harness.session.tracking import encode_part
+from harness.stores.sqlite import SqliteStore
 
 STAMP = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 BIG = "def handler(event):\n    return process(event)\n" * 200  # ~9 KB, compresses well

@@ -16,10 +16,10 @@ from harness_clear_tool_results import ClearToolResults
 from harness_summarizing import SummarizingCompaction
 
 from harness.core.model import ModelSettings
+from harness.durable.fingerprint import FINGERPRINT_COMPONENTS, agent_fingerprint, check_fingerprint
 from harness.errors import HarnessError, WorkflowIncompatibleError
 from harness.models.function import FunctionModel
 from harness.run import Agent
-from harness.run.fingerprint import FINGERPRINT_COMPONENTS, agent_fingerprint, check_fingerprint
 from harness.testing import scripted_model, tool_call
 from harness.testing.durable import SCENARIO_ENV, Scenario, scenario_agent
 from harness.tools.context import RunContext
@@ -184,7 +184,7 @@ def test_a_worker_process_builds_an_agent_with_the_same_fingerprint(tmp_path: Pa
     code = (
         "import json, warnings; warnings.simplefilter('ignore')\n"
         "from harness.config import load_agent\n"
-        "from harness.run.fingerprint import agent_fingerprint\n"
+        "from harness.durable.fingerprint import agent_fingerprint\n"
         "print(json.dumps(agent_fingerprint(load_agent('harness.testing.durable:make_agent'))))\n"
     )
     env = {

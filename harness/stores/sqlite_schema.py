@@ -1,6 +1,6 @@
 """The SQLite session store's schema, by version, and the scripts that migrate to each.
 
-:class:`~harness.session.sqlite.SqliteStore` records the version in ``PRAGMA
+:class:`~harness.stores.sqlite.SqliteStore` records the version in ``PRAGMA
 user_version`` and runs ``MIGRATIONS[v]`` for every version ``v`` above the file's, in one
 transaction. Tables whose rows can be large (``log``, ``edits``, ``thoughts``) keep rowids:
 a ``WITHOUT ROWID`` row over about a quarter of a page spills to overflow pages it fills

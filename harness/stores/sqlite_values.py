@@ -1,4 +1,4 @@
-"""How :class:`~harness.session.sqlite.SqliteStore` writes values and reads them back.
+"""How :class:`~harness.stores.sqlite.SqliteStore` writes values and reads them back.
 
 * Text with a lone surrogate (a non-UTF-8 file name) cannot be bound by ``sqlite3``: it
   is stored as its ``surrogatepass`` bytes (a BLOB in a TEXT column) and read back as the

@@ -14,13 +14,13 @@ import pytest
 from harness import open_store
 from harness.core.effects import InProcessEffects, ToolCallUnit, ToolOutcome
 from harness.core.messages import CanonicalMessage, TextPart, ToolReturnPart, UserPromptPart, harness_mark
+from harness.durable import DURABLE_MARK, ReplaySafeStore, snapshot_session
+from harness.durable.resume import OUTCOME_UNKNOWN_CONTENT
 from harness.errors import SessionConflictError, SessionStoreError
 from harness.run import Agent, RunResult
-from harness.run.resume import OUTCOME_UNKNOWN_CONTENT
 from harness.session import Session, SessionStore
 from harness.session.delegating import DelegatingStore
 from harness.session.records import Checkpoint
-from harness.session.replay_safe import DURABLE_MARK, ReplaySafeStore, snapshot_session
 from harness.testing import scripted_model, tool_call
 from harness.tools.tool import Tool
 

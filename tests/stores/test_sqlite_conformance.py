@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.session.store import store_url
+from harness.stores import store_url
 from harness.testing.store_conformance import StoreConformance
 
 
 class TestSqliteConformance(StoreConformance):
-    opener = "harness.session:open_store"
+    opener = "harness.stores:open_store"
 
     def store_spec(self, tmp_path: Path, name: str) -> str:
         return store_url(tmp_path / f"{name}.db")

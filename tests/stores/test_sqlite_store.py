@@ -12,9 +12,10 @@ import pytest
 
 from harness.core.messages import CanonicalMessage, TextPart
 from harness.errors import SessionConflictError, SessionStoreError, StoreResolutionError
-from harness.session import LedgerEntry, Session, open_store, store_path, store_url
-from harness.session.jsonfile import JsonFileStore
-from harness.session.sqlite import SCHEMA_VERSION, SqliteStore
+from harness.session import LedgerEntry, Session
+from harness.stores import open_store, store_path, store_url
+from harness.stores.jsonfile import JsonFileStore
+from harness.stores.sqlite import SCHEMA_VERSION, SqliteStore
 from harness.testing.store_kit import STAMP, new_session, sample_messages
 
 
@@ -296,7 +297,8 @@ def test_opening_does_not_touch_an_unrelated_umask(db: Path) -> None:
 @pytest.mark.parametrize("scheme", ["sqlite", "file"])
 def test_a_write_after_prune_drop_log_keeps_the_log_pruned_flag(tmp_path: Path, scheme: str) -> None:
     from harness.core.messages import CanonicalMessage, TextPart
-    from harness.session import Session, open_store
+    from harness.session import Session
+    from harness.stores import open_store
 
     url = f"sqlite:///{tmp_path}/flag.db" if scheme == "sqlite" else f"file://{tmp_path}/flag"
     store = open_store(url)
