@@ -15,7 +15,7 @@ The names here are the ones users reach for, grouped by what they do:
   ``CompactionEvent``, ``ModelCall`` and ``ToolCall`` (what middleware wraps), ``hookimpl``,
   ``hookspec``, ``PluginManager``,
   ``warn_experimental``, ``is_experimental``.
-* Use sessions: ``Session``.
+* Use sessions: ``Session``, ``MaskedURL`` (a store URL whose credentials never show).
 * Load, dump and count messages: ``CanonicalMessage``, ``Part``, ``UserPromptPart``,
   ``SystemPromptPart``, ``TextPart``, ``ThoughtPart``, ``ToolCallPart``,
   ``ToolReturnPart``, ``RetryPromptPart``, ``UnknownPart``, ``Usage``, ``load_messages``,
@@ -93,6 +93,7 @@ if TYPE_CHECKING:
         warn_experimental,
     )
     from harness.hooks.manager import PluginManager
+    from harness.redaction import MaskedURL
     from harness.run.agent import Agent
     from harness.run.compaction import CompactionResult, compact, compact_sync
     from harness.run.result import RunResult
@@ -167,6 +168,7 @@ __all__ = [
     "WorkflowIncompatibleError",
     # Use sessions
     "Session",
+    "MaskedURL",
     "SessionStore",
     "open_store",
     # Load, dump and count messages
@@ -266,6 +268,7 @@ _OWNERS: dict[str, str] = {
     "ApprovalError": "harness.errors",
     "ModelContextLengthError": "harness.errors",
     "RunStream": "harness.run.stream",
+    "MaskedURL": "harness.redaction",
 }
 """Where each public name is defined."""
 

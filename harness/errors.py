@@ -5,8 +5,9 @@ warning from :class:`HarnessWarning`, so callers can catch or filter the whole f
 with one line. Errors carry structured attributes (the file, the tool, the plugin...)
 besides their message, so a caller can react without parsing text.
 
-This module is the bottom layer: it imports nothing else from harness. It is long and
-better whole: the one place to look for a harness exception is the point of it.
+This module sits above one layer only, :mod:`harness.redaction`: every URL an error carries
+is masked on the way in, so no error ever shows a password. It is long and better whole:
+the one place to look for a harness exception is the point of it.
 
 The families:
 
@@ -15,7 +16,7 @@ The families:
 * tokens: :class:`TokenizerError`, :class:`ApproximateTokenCountWarning`;
 * sessions, stores and file writes: :class:`SessionLoadError`, :class:`SessionSaveError`,
   :class:`SessionStoreError`, :class:`SessionNotFoundError`, :class:`SessionConflictError`,
-  :class:`StoreResolutionError`, :class:`TargetNotRegularFileError`;
+  :class:`StoreResolutionError`, :class:`StoreCredentialsError`, :class:`TargetNotRegularFileError`;
 * tools: :class:`ToolRetry`, :class:`ToolArgumentsError`, :class:`ToolDefinitionError`,
   :class:`IllegalTransition`;
 * plugins and capabilities: :class:`PluginLoadError`, :class:`CapabilityError`,
@@ -25,7 +26,8 @@ The families:
 * runs: :class:`RunError` and its kinds (:class:`MaxIterationsExceeded`,
   :class:`UserAbort`, :class:`RequestTimeout`, :class:`EmptyResponseError`,
   :class:`ToolRetryBudgetExceeded`, :class:`RunStopped`, :class:`ApprovalPendingError`);
-* durable runs: :class:`WorkflowIncompatibleError`, :class:`AgentLoadError`;
+* durable runs: :class:`WorkflowIncompatibleError`, :class:`AgentLoadError`,
+  :class:`EngineBoundaryError`;
 * applications: :class:`CodingAgentMissingError`, :class:`PlotUnavailableError`,
   :class:`ScriptError`, :class:`HistoryBuildError`, :class:`PricesFileError`, :class:`EvalRunError`.
 """
@@ -41,6 +43,7 @@ __all__ = [
     "CapabilityOrderError",
     "CodingAgentMissingError",
     "EmptyResponseError",
+    "EngineBoundaryError",
     "EvalRunError",
     "HarnessError",
     "HarnessExperimentalWarning",
@@ -75,6 +78,7 @@ __all__ = [
     "SessionSaveError",
     "SessionStoreError",
     "StackConfigError",
+    "StoreCredentialsError",
     "StoreResolutionError",
     "TargetNotRegularFileError",
     "TokenizerError",
@@ -90,10 +94,13 @@ __all__ = [
     "warn_experimental",
 ]
 
+
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from harness.redaction import MaskedURL, mask_url, redact
 
 
 class HarnessError(Exception):
@@ -275,7 +282,9 @@ class SessionStoreError(HarnessError):
         reason: What is wrong.
     """
 
-    def __init__(self, store: str, reason: str, *, session_id: str | None = None) -> None:
+    def __init__(self, store: str | MaskedURL, reason: str, *, session_id: str | None = None) -> None:
+        store = mask_url(store)
+        reason = redact(reason)
         self.store = store
         self.session_id = session_id
         self.reason = reason
@@ -286,7 +295,7 @@ class SessionStoreError(HarnessError):
 class SessionNotFoundError(SessionStoreError, KeyError):
     """The store holds no session with this id."""
 
-    def __init__(self, store: str, session_id: str) -> None:
+    def __init__(self, store: str | MaskedURL, session_id: str) -> None:
         super().__init__(store, "no such session", session_id=session_id)
 
     def __str__(self) -> str:  # KeyError would quote the message
@@ -303,7 +312,7 @@ class SessionConflictError(SessionStoreError):
         actual: The revision the store holds (``None`` if the session is gone).
     """
 
-    def __init__(self, store: str, session_id: str, expected: int, actual: int | None) -> None:
+    def __init__(self, store: str | MaskedURL, session_id: str, expected: int, actual: int | None) -> None:
         self.expected = expected
         self.actual = actual
         now = "it no longer exists" if actual is None else f"it is at revision {actual}"
@@ -321,12 +330,35 @@ class StoreResolutionError(HarnessError, ValueError):
     """No store understands a store URL.
 
     Attributes:
-        url: The URL as given.
+        url: The URL as given, credentials masked.
     """
 
-    def __init__(self, url: str, reason: str) -> None:
-        self.url = url
-        super().__init__(f"cannot open session store {url!r}: {reason}")
+    def __init__(self, url: str | MaskedURL, reason: str) -> None:
+        self.url = mask_url(url)
+        super().__init__(f"cannot open session store {self.url!r}: {redact(reason)}")
+
+
+class StoreCredentialsError(HarnessError, ValueError):
+    """A durable run was given a store URL that carries a credential, which its engine would journal.
+
+    Nothing was started. Name the store instead (workers resolve the name from their own
+    configuration), or keep the password out of the URL and opt in to stripping it.
+
+    Attributes:
+        url: The URL, credentials masked.
+    """
+
+    def __init__(self, url: str | MaskedURL) -> None:
+        self.url = mask_url(url)
+        super().__init__(
+            f"store {self.url} carries a credential, which the engine would journal in the run's input "
+            "(its database, its UI, every export); name the store instead: start the workers with "
+            "--store NAME=URL (or HARNESS_STORE=URL) and pass store='@NAME', or keep the password out of "
+            "the URL (PGPASSWORD, ~/.pgpass) and pass strip_credentials=True"
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.url,))
 
 
 class TargetNotRegularFileError(HarnessError, OSError):
@@ -779,6 +811,31 @@ def _rebuild_incompatible(
     message: str, run_id: str | None, changed: tuple[str, ...]
 ) -> WorkflowIncompatibleError:
     return WorkflowIncompatibleError(message, run_id=run_id, changed=changed)
+
+
+class EngineBoundaryError(HarnessError, AttributeError):
+    """A tool read a run-context field that did not cross into the engine's activity.
+
+    Under a durable engine a tool runs in an activity on a worker, not in the run's
+    process: the run's history, usage and per-run state stay with the orchestration. Such
+    a field raises this instead of reading as empty; the message names what to use.
+
+    Attributes:
+        engine: The engine (``"harness-temporal"``).
+        field: The field (``"RunContext.messages"``).
+    """
+
+    def __init__(self, engine: str, field: str) -> None:
+        self.engine = engine
+        self.field = field
+        super().__init__(
+            f"{field} is not available to a tool running under {engine}: the tool runs in an activity on a "
+            "worker, and the run's history, usage and state stay with the workflow (the session's stored "
+            "log is: read it through ctx.session.store)"
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.engine, self.field))
 
 
 class AgentLoadError(HarnessError):

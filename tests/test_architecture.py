@@ -14,11 +14,14 @@ import importlib
 import importlib.metadata
 import inspect
 import json
+import os
+import shutil
 import subprocess
 import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -162,9 +165,48 @@ def test_importing_a_low_layer_does_not_load_the_layers_above(
     assert leaked == [], f"import {module} also loaded {leaked}"
 
 
-def test_the_layers_contract_lists_every_package() -> None:
+def _contracts() -> dict[str, dict[str, Any]]:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
-    [contract] = config["contracts"]
+    return {contract["type"]: contract for contract in config["contracts"]}
+
+
+def test_every_plugin_is_under_the_plugin_contracts() -> None:
+    """A plugin missing from the contracts would escape 'never imported by the core' and 'independent'."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    plugins = {p.name.replace("-", "_") for p in (ROOT / "plugins").glob("harness-*") if p.is_dir()}
+    assert set(config["root_packages"]) == {"harness", *plugins}
+    contracts = _contracts()
+    assert contracts["forbidden"]["source_modules"] == ["harness"]
+    assert set(contracts["forbidden"]["forbidden_modules"]) == plugins
+    assert set(contracts["independence"]["modules"]) == plugins
+
+
+def test_lint_imports_refuses_a_core_module_that_imports_a_plugin(tmp_path: Path) -> None:
+    """The forbidden contract catches what the layers contract cannot see (plugins are outside it)."""
+    copy = tmp_path / "tree"
+    shutil.copytree(ROOT / "harness", copy / "harness", ignore=shutil.ignore_patterns("__pycache__"))
+    for plugin in (ROOT / "plugins").glob("harness-*"):
+        package = plugin / plugin.name.replace("-", "_")
+        shutil.copytree(package, copy / package.name, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "harness" / "core" / "leak.py").write_text(
+        '"""A leak."""\n\n__all__: list[str] = []\nimport harness_tiered\n'
+    )
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    lint = Path(sys.executable).with_name("lint-imports")
+    completed = subprocess.run(
+        [str(lint), "--no-cache"],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(copy)},
+    )
+    assert completed.returncode != 0
+    assert "the core never imports a plugin BROKEN" in completed.stdout
+    assert "harness.core.leak -> harness_tiered" in completed.stdout
+
+
+def test_the_layers_contract_lists_every_package() -> None:
+    contract = _contracts()["layers"]
     assert contract["type"] == "layers"
     assert contract["exhaustive"] is True
     listed = {name.strip() for layer in contract["layers"] for name in layer.split("|")}

@@ -27,8 +27,9 @@ from harness.cli._app import (
 )
 from harness.cli._json import echo_json
 from harness.core.messages import ToolCallPart, ToolReturnPart
-from harness.errors import MessageError
+from harness.errors import MessageError, PluginLoadError
 from harness.history import check_invariants
+from harness.hooks.stacks import installed_capability_classes
 from harness.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -57,16 +58,20 @@ def _heuristic_read(call: ToolCallPart) -> tuple[str, str] | None:
 
 
 def _plugin_describer() -> Callable[[ToolCallPart], tuple[str, str] | None] | None:
+    """The ``dedupe_file_reads`` capability's rule, found through its entry point (never imported by name)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            from harness_dedupe_file_reads import describe_read
-    except ImportError:
+            capability = installed_capability_classes().get("dedupe_file_reads")
+    except PluginLoadError:
+        return None
+    describe_read: object = getattr(capability, "describe_read", None)
+    if not callable(describe_read):
         return None
 
     def describe(call: ToolCallPart) -> tuple[str, str] | None:
-        read = describe_read(call)
-        return None if read is None else (read.key, read.path)
+        read: Any = describe_read(call)
+        return None if read is None else (str(read.key), str(read.path))
 
     return describe
 

@@ -63,8 +63,12 @@ from harness.core.streaming import (
     collect_stream,
     supports_streaming,
 )
+from harness.redaction import MaskedURL, mask_url, redact
 
 __all__ = [
+    "MaskedURL",
+    "mask_url",
+    "redact",
     "collect_stream",
     "ResponseDone",
     "StreamDelta",

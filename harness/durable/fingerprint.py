@@ -11,7 +11,13 @@ naming what changed, and leaves the session alone.
 
 from __future__ import annotations
 
-__all__ = ["FINGERPRINT_COMPONENTS", "Fingerprinted", "agent_fingerprint", "check_fingerprint"]
+__all__ = [
+    "FINGERPRINT_COMPONENTS",
+    "Fingerprinted",
+    "agent_fingerprint",
+    "check_fingerprint",
+    "known_models",
+]
 
 import hashlib
 import json
@@ -169,3 +175,46 @@ def check_fingerprint(
             run_id=run_id,
             changed=changed,
         )
+
+
+def known_models(agent: Fingerprinted) -> dict[str, Model]:
+    """Every model an agent holds, by ``model_name``: its own, then those its plugins hold.
+
+    A worker that executes a unit for a run uses it to find the model the unit names: a
+    fallback model (``harness-model-fallback``), a summarizer's own model. The agent's
+    model wins a name two models share, then the first plugin that holds it.
+    """
+    found: dict[str, Model] = {}
+    model = agent.run_settings.model
+    found[model.model_name] = model
+    for plugin in agent.plugin_manager.capabilities:
+        _collect_models(plugin, found, depth=0)
+    manager = agent.plugin_manager
+    plugins = getattr(getattr(manager, "pluggy_manager", None), "get_plugins", None)
+    if callable(plugins):
+        for plugin in cast(Iterable[object], plugins()):
+            _collect_models(plugin, found, depth=0)
+    return found
+
+
+def _collect_models(value: object, found: dict[str, Model], *, depth: int) -> None:
+    if isinstance(value, Model):
+        found.setdefault(value.model_name, value)
+        return
+    if depth > 2 or isinstance(value, (*_PLAIN, type)):
+        return
+    if isinstance(value, Mapping):
+        for item in cast(Mapping[object, object], value).values():
+            _collect_models(item, found, depth=depth + 1)
+        return
+    if isinstance(value, list | tuple | frozenset | set):
+        for item in cast(Iterable[object], value):
+            _collect_models(item, found, depth=depth + 1)
+        return
+    kind = type(value)
+    if attrs.has(kind):
+        for field in attrs.fields(kind):
+            _collect_models(getattr(value, field.name, None), found, depth=depth + 1)
+    elif hasattr(value, "__dict__") and not callable(value):
+        for item in vars(value).values():
+            _collect_models(item, found, depth=depth + 1)

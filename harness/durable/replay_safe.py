@@ -28,7 +28,7 @@ execution left it: see :mod:`harness.durable.snapshot`.
 
 from __future__ import annotations
 
-__all__ = ["DURABLE_MARK", "ReplaySafeStore"]
+__all__ = ["DURABLE_MARK", "ReplaySafeStore", "already_applied", "mark_checkpoint"]
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
@@ -45,6 +45,30 @@ if TYPE_CHECKING:
 
 DURABLE_MARK = "harness.durable"
 """The head metadata key of a durable run's commit mark: ``{"run": key, "commit": n}``."""
+
+
+def mark_checkpoint(checkpoint: Checkpoint, run_key: str, number: int) -> Checkpoint:
+    """``checkpoint`` with its head marked as commit ``number`` of run ``run_key``."""
+    head = checkpoint.head
+    return attrs.evolve(
+        checkpoint,
+        head=attrs.evolve(head, metadata={**head.metadata, DURABLE_MARK: {"run": run_key, "commit": number}}),
+    )
+
+
+def already_applied(stored: SessionHead | None, checkpoint: Checkpoint, run_key: str, number: int) -> bool:
+    """Whether commit ``number`` of run ``run_key`` is in the store already (``stored``: its head now).
+
+    True when the stored head carries this run's mark at or past ``number``: an earlier
+    execution of the run wrote it (the orchestration is deterministic, so it is the same
+    checkpoint).
+    """
+    if stored is None:
+        return False
+    if stored.revision <= checkpoint.base_revision and checkpoint.base_revision:
+        return False
+    mark = _mark(stored)
+    return mark is not None and mark[0] == run_key and mark[1] >= number
 
 
 def _mark(head: SessionHead) -> tuple[str, int] | None:
@@ -95,12 +119,7 @@ class ReplaySafeStore(DelegatingStore):
         self.commits += 1
         number = self.commits
         head = checkpoint.head
-        marked = attrs.evolve(
-            checkpoint,
-            head=attrs.evolve(
-                head, metadata={**head.metadata, DURABLE_MARK: {"run": self.run_key, "commit": number}}
-            ),
-        )
+        marked = mark_checkpoint(checkpoint, self.run_key, number)
         if not self._live and self._applied(checkpoint, number):
             self.skipped += 1
             for entry in checkpoint.ledger:
@@ -116,10 +135,7 @@ class ReplaySafeStore(DelegatingStore):
             stored = self.inner.head(checkpoint.head.session_id)
         except SessionNotFoundError:
             return False
-        if stored.revision <= checkpoint.base_revision and checkpoint.base_revision:
-            return False
-        mark = _mark(stored)
-        return mark is not None and mark[0] == self.run_key and mark[1] >= number
+        return already_applied(stored, checkpoint, self.run_key, number)
 
     def session_from_snapshot(self, snapshot: str, *, source: str = "the run's journal") -> Session:
         """The session a :func:`~harness.durable.snapshot.snapshot_session` text holds, bound to this store.

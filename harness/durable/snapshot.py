@@ -15,7 +15,7 @@ import json
 from typing import Any, cast
 
 from harness.errors import SessionNotFoundError, SessionStoreError
-from harness.session import Session, SessionStore, StoredSession, ViewEntry
+from harness.session import AsyncSessionStore, Session, SessionStore, StoredSession, ViewEntry
 from harness.stores.rows import head_from_row, head_to_row, ledger_from_row, ledger_to_row
 
 SNAPSHOT_VERSION = 1
@@ -44,7 +44,7 @@ def snapshot_session(store: SessionStore, session_id: str) -> str | None:
 
 
 def session_from_snapshot(
-    store: SessionStore, snapshot: str, *, source: str = "the run's journal"
+    store: SessionStore | AsyncSessionStore, snapshot: str, *, source: str = "the run's journal"
 ) -> Session:
     """The session a :func:`snapshot_session` text holds, bound to ``store``.
 

@@ -23,11 +23,12 @@ from harness.core.markers import PROJECT_NAME, hookimpl, hookspec
 from harness.hooks.dispatch import ASYNC_HOOKS, DECISION_HOOKS
 from harness.hooks.entrypoints import DISABLE_ENV, ENTRY_POINT_GROUP, LOAD_ENV, PluginInfo
 from harness.hooks.manager import PluginManager
-from harness.hooks.middleware import WRAPPER_HOOKS
+from harness.hooks.middleware import WRAPPER_HOOKS, Return
 from harness.hooks.ordering import capability_name, order_capabilities
 from harness.hooks.tracing import TRACE_ENV
 
 __all__ = [
+    "Return",
     "ASYNC_HOOKS",
     "DECISION_HOOKS",
     "DISABLE_ENV",

@@ -10,6 +10,14 @@ generators itself, here, outermost first:
 * its result is sent back in at the ``yield``, or its exception thrown in there;
 * the wrapper's return value becomes the result; yielding again re-runs the rest.
 
+A wrapper may also be an **async generator** (``@hookimpl(wrapper=True) async def ...``),
+so it can ``await`` around the call: an approver asking a service, a rate limiter, a lock.
+An async generator cannot ``return`` a value, so it gives its result by yielding it
+wrapped: ``yield Return(value)`` makes ``value`` the result (before the first bare
+``yield`` it short-circuits the chain); a bare ``yield`` runs (again) the rest of the
+chain and receives its result; ending without a ``Return`` passes the chain's last result
+on.
+
 An exception a wrapper raises (other than the one thrown into it) becomes a
 :class:`~harness.errors.CapabilityError` naming the plugin; :data:`PASSTHROUGH`
 exceptions propagate unchanged.
@@ -20,13 +28,14 @@ offers these calls, and ``after_model_response``.
 
 from __future__ import annotations
 
-__all__ = ["DEFERRED_BY", "PASSTHROUGH", "WRAPPER_HOOKS", "Middleware", "run_wrappers"]
+__all__ = ["DEFERRED_BY", "PASSTHROUGH", "WRAPPER_HOOKS", "Middleware", "Return", "run_wrappers"]
 
 import contextlib
 import inspect
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any, Final, cast
 
+import attrs
 import pluggy
 
 from harness.core.effects import ToolOutcome, TrackedMessages, tool_content
@@ -49,6 +58,18 @@ DEFERRED_BY: Final = "deferred_by"
 
 PASSTHROUGH: Final = (*INTERRUPTS, RunStopped)
 """Exceptions a wrapper may raise on purpose: they propagate unchanged."""
+
+
+@attrs.frozen
+class Return:
+    """What an async-generator wrapper yields to give its result: ``yield Return(value)``.
+
+    Attributes:
+        value: The result (the same values a synchronous wrapper's ``return`` may give).
+    """
+
+    value: object
+
 
 _Coerce = Callable[[str, object], Any]
 _Check = Callable[[str], None]
@@ -87,52 +108,115 @@ def run_wrappers(
         name = impl.plugin_name
         if trace is not None:
             trace(f"{hook_name} -> {name}")
-        generator = _start(impl, kwargs, hook_name)
+        driver = _start(impl, kwargs, hook_name)
         try:
-            yielded = generator.send(None)
-        except StopIteration as stop:
-            if not short_circuit:
+            step = await driver.send(None)
+        except PASSTHROUGH:
+            raise
+        except CapabilityError:
+            raise
+        except Exception as exc:
+            raise hook_failure(name, f"{hook_name} wrapper", exc) from exc
+        if step.done:
+            if not short_circuit or step.missing:
                 raise CapabilityError(
                     name,
                     f"{hook_name} wrapper returned before it yielded; it must yield once to run the call",
                 ) from None
             if trace is not None:
                 trace(f"{hook_name} <- {name}: short-circuited")
-            return coerce(name, stop.value)
-        except PASSTHROUGH:
-            raise
-        except Exception as exc:
-            raise hook_failure(name, f"{hook_name} wrapper", exc) from exc
+            return coerce(name, step.value)
         while True:
-            _check_yielded(generator, name, hook_name, yielded)
+            _check_yielded(driver, name, hook_name, step.value)
             if before_inner is not None:
                 try:
                     before_inner(name)
                 except CapabilityError:
-                    generator.close()
+                    await driver.close()
                     raise
             try:
                 result = await chain(index + 1)
             except BaseException as exc:  # thrown in at the yield: the wrapper may recover
-                returned, yielded = _throw(generator, exc, name, hook_name)
-                if returned:
-                    return coerce(name, yielded)
+                step = await _throw(driver, exc, name, hook_name)
+                if step.done:
+                    if step.missing:
+                        raise exc from None  # an async wrapper that ended without a result re-raises
+                    return coerce(name, step.value)
                 continue
             try:
-                yielded = generator.send(result)
-            except StopIteration as stop:
-                if trace is not None:
-                    trace(f"{hook_name} <- {name}")
-                return coerce(name, stop.value)
+                step = await driver.send(result)
             except PASSTHROUGH:
+                raise
+            except CapabilityError:
                 raise
             except Exception as exc:
                 raise hook_failure(name, f"{hook_name} wrapper", exc) from exc
+            if step.done:
+                if trace is not None:
+                    trace(f"{hook_name} <- {name}")
+                return coerce(name, result if step.missing else step.value)
 
     return chain(0)
 
 
-def _start(impl: pluggy.HookImpl, kwargs: dict[str, object], hook_name: str) -> Generator[Any, Any, Any]:
+@attrs.define
+class _Step:
+    """What a wrapper did at one resumption: yielded (``done`` false) or finished with a value."""
+
+    done: bool
+    value: object = None
+    missing: bool = False
+    """An async wrapper ended without a ``Return``: no value of its own."""
+
+
+class _Driver:
+    """One wrapper's generator, synchronous or asynchronous, driven step by step."""
+
+    def __init__(self, generator: Generator[Any, Any, Any] | AsyncGenerator[Any, Any]) -> None:
+        self.generator = generator
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.isasyncgen(self.generator)
+
+    def _yielded(self, value: object) -> _Step:
+        if self.is_async and isinstance(value, Return):
+            return _Step(True, value.value)
+        return _Step(False, value)
+
+    async def send(self, value: object) -> _Step:
+        generator = self.generator
+        if isinstance(generator, AsyncGenerator):
+            try:
+                return self._yielded(await generator.asend(value))
+            except StopAsyncIteration:
+                return _Step(True, None, missing=True)
+        try:
+            return _Step(False, generator.send(value))
+        except StopIteration as stop:
+            return _Step(True, stop.value)
+
+    async def throw(self, exc: BaseException) -> _Step:
+        generator = self.generator
+        if isinstance(generator, AsyncGenerator):
+            try:
+                return self._yielded(await generator.athrow(exc))
+            except StopAsyncIteration:
+                return _Step(True, None, missing=True)
+        try:
+            return _Step(False, generator.throw(exc))
+        except StopIteration as stop:
+            return _Step(True, stop.value)
+
+    async def close(self) -> None:
+        generator = self.generator
+        if isinstance(generator, AsyncGenerator):
+            await generator.aclose()
+        else:
+            generator.close()
+
+
+def _start(impl: pluggy.HookImpl, kwargs: dict[str, object], hook_name: str) -> _Driver:
     name = impl.plugin_name
     try:
         generator = bind(impl, kwargs)()
@@ -140,45 +224,43 @@ def _start(impl: pluggy.HookImpl, kwargs: dict[str, object], hook_name: str) -> 
         raise
     except Exception as exc:
         raise hook_failure(name, f"{hook_name} wrapper", exc) from exc
-    if not inspect.isgenerator(generator):
+    if not inspect.isgenerator(generator) and not inspect.isasyncgen(generator):
         raise CapabilityError(
             name,
             f"{hook_name} wrapper returned {type(generator).__name__} instead of a generator; "
             "a wrapper yields once to run the call (result = yield)",
         )
-    return cast(Generator[Any, Any, Any], generator)
+    return _Driver(cast("Generator[Any, Any, Any] | AsyncGenerator[Any, Any]", generator))
 
 
-def _check_yielded(generator: Generator[Any, Any, Any], name: str, hook_name: str, yielded: object) -> None:
+def _check_yielded(driver: _Driver, name: str, hook_name: str, yielded: object) -> None:
     if yielded is not None:
-        generator.close()
+        generator = driver.generator
+        if isinstance(generator, Generator):
+            generator.close()
+        how = "yield Return(value) to give a result" if driver.is_async else "return the result instead"
         raise CapabilityError(
             name,
-            f"{hook_name} wrapper yielded {type(yielded).__name__}; yield nothing (result = yield) "
-            "and return the result instead",
+            f"{hook_name} wrapper yielded {type(yielded).__name__}; yield nothing (result = yield) and {how}",
         )
 
 
-def _throw(
-    generator: Generator[Any, Any, Any], exc: BaseException, name: str, hook_name: str
-) -> tuple[bool, object]:
-    """Throw ``exc`` into the wrapper: ``(True, value)`` when it returned, ``(False, yielded)`` else."""
+async def _throw(driver: _Driver, exc: BaseException, name: str, hook_name: str) -> _Step:
+    """Throw ``exc`` into the wrapper at its ``yield``."""
     if isinstance(exc, INTERRUPTS):
         with contextlib.suppress(BaseException):  # the interrupt wins whatever the wrapper did
-            generator.throw(exc)
-        generator.close()
+            await driver.throw(exc)
+        with contextlib.suppress(BaseException):
+            await driver.close()
         raise exc
     try:
-        yielded = generator.throw(exc)
-    except StopIteration as stop:
-        return True, stop.value
+        return await driver.throw(exc)
     except BaseException as raised:
         if raised is exc or isinstance(raised, PASSTHROUGH):
             raise
         if isinstance(raised, Exception):
             raise hook_failure(name, f"{hook_name} wrapper", raised) from raised
         raise
-    return False, yielded
 
 
 # -- what each hook's result must be ----------------------------------------------------

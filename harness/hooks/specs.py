@@ -131,10 +131,13 @@ _WRAPPER_RULES = """
     capabilities in their resolved order, then other plugins in registration order
     (``tryfirst`` plugins outermost, ``trylast`` innermost).
 
-    Async: a wrapper is a plain (synchronous) generator; the call it wraps is awaited
-    while the wrapper is suspended at its ``yield``. ``async def`` wrappers (async
-    generators) are rejected when the plugin is registered; work that must ``await``
-    belongs in ``before_model_request`` or ``after_model_response``.
+    Async: a wrapper is a plain generator (the call it wraps is awaited while the wrapper
+    is suspended at its ``yield``) or, since 0.2, an async generator (``async def`` with a
+    ``yield``) that may ``await`` before and after the call: an approver asking a
+    service, a rate limiter, a lock. An async generator cannot ``return`` a value; it
+    gives its result with ``yield Return(value)`` (``harness.hooks.Return``; before the
+    first bare ``yield`` it short-circuits), ends without one to pass the chain's result
+    on, and yields bare again to re-run the chain.
 
     Errors: an exception a wrapper raises (other than re-raising the one it received at
     its ``yield``) ends the run with ``CapabilityError`` naming the plugin, chained to

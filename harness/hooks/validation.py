@@ -24,12 +24,12 @@ def implementation_problem(hook_name: str, impl: pluggy.HookImpl) -> str | None:
             return (
                 f"{hook_name} takes only wrapper implementations: mark it @hookimpl(wrapper=True), yield once"
             )
-        if inspect.isasyncgenfunction(function) or inspect.iscoroutinefunction(function):
+        if inspect.iscoroutinefunction(function):
             return (
-                f"{hook_name} must be a synchronous generator function (async wrappers are not supported: "
-                "the wrapped call is awaited while the wrapper waits at its yield)"
+                f"{hook_name} wrapper must be a generator function (sync, or async def with a yield); "
+                "a coroutine function cannot yield to run the call"
             )
-        if not inspect.isgeneratorfunction(function):
+        if not inspect.isgeneratorfunction(function) and not inspect.isasyncgenfunction(function):
             return f"{hook_name} wrapper must be a generator function that yields once"
         return None
     if impl.wrapper or impl.hookwrapper:

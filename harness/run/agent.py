@@ -314,11 +314,18 @@ class Agent:
             approvals: As :meth:`run`.
         """
         holder: list[RequestOrchestrator] = []
+        abort_asked: list[bool] = []  # an abort asked for before the run's task started is kept
+
+        def started(orchestrator: RequestOrchestrator) -> None:
+            holder.append(orchestrator)
+            if abort_asked:
+                orchestrator.abort()
 
         async def start(sink: EventSink) -> RunResult:
-            return await self._run(prompt, session, approvals=approvals, events=sink, started=holder.append)
+            return await self._run(prompt, session, approvals=approvals, events=sink, started=started)
 
         def abort() -> None:
+            abort_asked.append(True)
             for orchestrator in holder:
                 orchestrator.abort()
 

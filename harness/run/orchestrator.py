@@ -92,7 +92,7 @@ from harness.run.responses import (
 )
 from harness.run.result import RunOutcome, RunStatus
 from harness.run.settings import RunSettings
-from harness.session import Session
+from harness.session import Session, finish_shielded
 from harness.tokens import TokenCounter
 from harness.tools.context import RunContext, RunState
 from harness.tools.lifecycle import ToolEvent
@@ -170,7 +170,7 @@ class RequestOrchestrator:
         self._events: list[ToolEvent] = []
         self._deltas = bool(getattr(self.effects, "deltas", True))
         self._last_view: list[CanonicalMessage] | None = None
-        self.writer = SessionWriter(session, self.ctx, self.executor)
+        self.writer = SessionWriter(session, self.ctx, self.executor, self.effects.now)
         self.continuity = Continuity(settings.continuity, session, plugin_manager.capabilities)
 
     @property
@@ -181,7 +181,10 @@ class RequestOrchestrator:
     # ---------------------------------------------------------------- public
 
     def abort(self) -> None:
-        """Abort the run: it stops at its next await, saves, and raises :class:`UserAbort`."""
+        """Abort the run: it stops at its next await, saves, and raises :class:`UserAbort`.
+
+        An abort asked for before the run started is kept: the run stops at its first await.
+        """
         self._aborted = True
         task = self._task
         if task is not None and not task.done():
@@ -213,6 +216,15 @@ class RequestOrchestrator:
         _log.info("run %s started on session %s", self.ctx.request_id, self.session.session_id)
         _SESSIONS_IN_USE.add(self.session)
         self._task = asyncio.current_task()
+        if self._aborted and self._task is not None:  # aborted before it started: stop at the first await
+            self._task.cancel(INTERRUPTED_MARKER)
+        clock, self.session.clock = self.session.clock, self.effects.now  # every time the run records
+        try:
+            return await self._run_and_hand_over()
+        finally:
+            self.session.clock = clock
+
+    async def _run_and_hand_over(self) -> RunOutcome:
         timeout = self.settings.request_timeout
         scope: asyncio.Timeout | None = None
         try:
@@ -220,7 +232,7 @@ class RequestOrchestrator:
                 await self._resume()
                 output = None
                 if not await self._resume_approvals():
-                    self._prepare()
+                    await self._prepare()
                     output = await self._iterate()
         except BaseException as exc:
             kind: _Kind = "error"
@@ -231,7 +243,7 @@ class RequestOrchestrator:
             if self._aborted and isinstance(exc, asyncio.CancelledError):
                 kind = "abort"
             _log.info("run %s stopped (%s): %s: %s", self.ctx.request_id, kind, type(exc).__name__, exc)
-            notes = self._recover(kind, exc)
+            notes = await self._recover(kind, exc)
             events, self._events = self._events, []
             notes += await flush_events(events, self._emit)
             error = run_error(
@@ -245,7 +257,7 @@ class RequestOrchestrator:
         finally:
             self._task = None
             _SESSIONS_IN_USE.discard(self.session)
-        self._hand_over()
+        await self._hand_over()  # a failing count is logged, and the built-in counter's count kept
         _log.info(
             "run %s %s after %d request(s), %s",
             self.ctx.request_id,
@@ -289,7 +301,7 @@ class RequestOrchestrator:
             for call, part in zip(plan.rerun, rerun.parts, strict=True):
                 answers[call.tool_call_id] = part
         self.ctx.messages.append(CanonicalMessage.request(*(answers[call.tool_call_id] for call in calls)))
-        self.writer.step((), self.session.current_model)
+        await self.writer.step((), self.session.current_model)
         self.ctx.messages = list(self.session.messages)
 
     async def _resume_approvals(self) -> bool:
@@ -308,7 +320,7 @@ class RequestOrchestrator:
             # Finished answers (and fresh placeholders) replace the old placeholders; a call
             # that did not finish stays held.
             self.history[-1] = replace_answers(self.history[-1], self.executor.results)
-            self.writer.step(self.thoughts, self.session.current_model)
+            await self.writer.step(self.thoughts, self.session.current_model)
         return self._pause_if_deferred()
 
     def _pause_if_deferred(self) -> bool:
@@ -321,7 +333,7 @@ class RequestOrchestrator:
             self.events(ApprovalNeeded(self.pending))
         return True
 
-    def _prepare(self) -> None:
+    async def _prepare(self) -> None:
         request = None
         if self.ctx.prompt is not None:
             request = CanonicalMessage.request(UserPromptPart(self.ctx.prompt, timestamp=self.effects.now()))
@@ -335,7 +347,7 @@ class RequestOrchestrator:
             part.tool_call_id for m in messages for part in m.parts if isinstance(part, ToolCallPart)
         }
         self.ctx.messages = messages
-        self.writer.prepared(before, messages, request)
+        await self.writer.prepared(before, messages, request)
 
     async def _iterate(self) -> str | None:
         while True:
@@ -385,7 +397,7 @@ class RequestOrchestrator:
         finally:
             self._adopt(ctx, before)
             if snapshot is not None:
-                self.writer.edited(snapshot, ctx.events)
+                await self.writer.edited(snapshot, ctx.events)
         if not self.history or self.history[-1].kind != "request":
             raise HarnessError("before_model_request left a history that does not end with the request")
         if any(is_placeholder(part) for part in self.history[-1].parts):
@@ -470,7 +482,7 @@ class RequestOrchestrator:
         calls = response.tool_calls
         self._batch = calls or None
         self.executor.results = {}
-        self._append(response)
+        await self._append(response)
         if self.events is not None:
             announce_calls(self.events, calls, self.caller.streamed_call_ids)
         await self.pm.notify_after_node(self.ctx, request_node)
@@ -484,7 +496,7 @@ class RequestOrchestrator:
             return True, output
 
         results = await self.executor.run_batch(calls)
-        self._append(results)
+        await self._append(results)
         self._batch = None
         node: Node = CallToolsNode(
             response, iteration, thought, usage, calls, results, used_fallback=used_fallback
@@ -497,10 +509,10 @@ class RequestOrchestrator:
             raise ToolRetryBudgetExceeded(name, budget, last)
         return False, None
 
-    def _append(self, message: CanonicalMessage) -> None:
+    async def _append(self, message: CanonicalMessage) -> None:
         self.history.append(message)
         self.added += 1
-        self.writer.step(self.thoughts, self.model.model_name)
+        await self.writer.step(self.thoughts, self.model.model_name)
 
     def _adopt(self, ctx: RequestContext, before: int) -> None:
         """Make the capabilities' edits the run's history and charge their usage."""
@@ -535,44 +547,38 @@ class RequestOrchestrator:
         if self.events is not None:
             self.events(RetryPrompt(nudge))
         # Checkpointed now: the next request unit's revision is the stored view it is built from.
-        self.writer.step(self.thoughts, self.model.model_name)
+        await self.writer.step(self.thoughts, self.model.model_name)
 
     async def _emit(self, event: ToolEvent) -> None:
-        self.writer.tool_event(event)
+        await self.writer.tool_event(event)
         await self.pm.notify_tool(self.ctx, event)
 
     # ---------------------------------------------------------------- finish / recover
 
-    def _hand_over(self) -> None:
-        """The run's last write to the session: its history, usage and thoughts, then save.
-
-        A stored session was checkpointed at every step; this writes the totals. Any other
-        session takes the run's result here, once, and is saved when it has a path.
-        """
-        if self.writer.enabled:
-            self.writer.finish(
-                self.thoughts, self.model.model_name, self.counter.count_messages(self.history)
-            )
-            return
-        self.session.record_run(
-            messages=self.history,
-            usage=self.ctx.usage,
-            thoughts=self.thoughts,
-            model_name=self.model.model_name,
-            total_tokens=self.counter.count_messages(self.history),
-            original_query=self.ctx.run.original_query,
+    async def _hand_over(self) -> list[str]:
+        """The run's last write to the session (:meth:`~harness.run.persist.SessionWriter.hand_over`)."""
+        return await self.writer.hand_over(
+            self.history,
+            self.thoughts,
+            self.model.model_name,
+            count=lambda: self.counter.count_messages(self.history),
         )
-        if self.session.path is not None:
-            self.session.save()
 
-    def _recover(self, kind: _Kind, exc: BaseException) -> list[str]:
-        """Repair and save the history after ``exc`` (synchronous: no await can interrupt it).
+    async def _recover(self, kind: _Kind, exc: BaseException) -> list[str]:
+        """Repair and save the history after ``exc``.
+
+        The repairs are synchronous; the save is awaited to its end even when the task is
+        cancelled again meanwhile (:func:`~harness.session.finish_shielded`), and a second
+        cancellation is raised only once the session is saved.
 
         Returns:
             Notes for the run's error: what else failed while recovering.
         """
         history = self.history
-        if self._batch is not None and answer_interrupted_batch(history, self._batch, self.executor.results):
+        now = self.effects.now
+        if self._batch is not None and answer_interrupted_batch(
+            history, self._batch, self.executor.results, now=now
+        ):
             self.added += 1
         self._batch = None
         reason = {"abort": "aborted", "timeout": "timed out", "error": f"run failed: {type(exc).__name__}"}[
@@ -581,12 +587,13 @@ class RequestOrchestrator:
         registry = self.ctx.run.tool_registry
         for record in registry.unfinished():
             self._events.append(registry.cancel(record.tool_call_id, reason))
-        if kind != "error" and append_interrupted(history, self.model.model_name, self.caller.partial_text):
+        if kind != "error" and append_interrupted(
+            history, self.model.model_name, self.caller.partial_text, now=now
+        ):
             self.added += 1
         if hist.check_invariants(history):
             history[:] = hist.run_cleanup_loop(history, dangling="answer").messages
         try:
-            self._hand_over()
+            return await finish_shielded(self._hand_over())
         except Exception as save_error:  # never mask the original error
             return [f"harness: saving the session after the failure also failed: {save_error}"]
-        return []

@@ -10,8 +10,12 @@ a killed process loses at most the model request in flight:
   so a resumed run reuses it instead of running the tool again);
 * when the run ends or fails.
 
-Each checkpoint writes only what the step added (see :mod:`harness.session.tracking`).
-A session without a store is untouched until the run ends, as before.
+Each checkpoint writes only what the step added (see :mod:`harness.session.tracking`),
+and is awaited (:meth:`Session.acheckpoint <harness.session.Session.acheckpoint>`): the
+store's I/O runs off the event loop's thread, one checkpoint of the session at a time, in
+order. A session without a store is written once, when the run ends; during the run its
+``messages`` are the run's history (the same list as ``ctx.messages``), so a tool or a hook
+reads one history whatever the store.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from __future__ import annotations
 __all__ = ["SessionWriter", "event_json"]
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -30,8 +35,11 @@ from harness.core.messages import CanonicalMessage, Usage
 from harness.run.executor import ToolExecutor
 from harness.session import LedgerEntry, LedgerStatus, Session
 from harness.session.tracking import encode_part
+from harness.tokens import TokenCounter
 from harness.tools.context import RunContext
 from harness.tools.lifecycle import ToolEvent
+
+_log = logging.getLogger("harness.run")
 
 _LEDGER_STATUS: Mapping[str, LedgerStatus] = {
     "started": "started",
@@ -57,17 +65,25 @@ class SessionWriter:
         session: The run's session.
         ctx: The run's context (usage so far).
         executor: The run's tool executor (finished answers, for the ledger).
+        clock: The run's clock (its effects' ``now``), for the ledger's times.
     """
 
-    def __init__(self, session: Session, ctx: RunContext, executor: ToolExecutor) -> None:
+    def __init__(
+        self,
+        session: Session,
+        ctx: RunContext,
+        executor: ToolExecutor,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
         self.session = session
+        self.clock: Callable[[], datetime] = clock or (lambda: datetime.now(UTC))
         self.ctx = ctx
         self.executor = executor
         self.enabled = session.store is not None
         self._base_usage: Usage = session.usage
         self._base_thoughts = len(session.thoughts)
 
-    def prepared(
+    async def prepared(
         self,
         before: Sequence[CanonicalMessage],
         messages: list[CanonicalMessage],
@@ -75,6 +91,7 @@ class SessionWriter:
     ) -> None:
         """Checkpoint the prepared history: repairs are overlays, the new prompt is logged as written."""
         if not self.enabled:
+            self.session.messages = self.ctx.messages  # one history, whatever the store
             return
         known = {id(m) for m in before}
         overlays = [m for m in messages if id(m) not in known and m is not request]
@@ -82,11 +99,12 @@ class SessionWriter:
             self.session.append_to_log([request])
         self.session.note_overlays(overlays)
         self.session.messages = messages
-        self._checkpoint()
+        await self._checkpoint()
 
-    def edited(self, snapshot: Sequence[CanonicalMessage], events: Iterable[CompactionEvent]) -> None:
+    async def edited(self, snapshot: Sequence[CanonicalMessage], events: Iterable[CompactionEvent]) -> None:
         """After the capabilities: their new messages are overlays; checkpoint if anything changed."""
         if not self.enabled:
+            self.session.messages = self.ctx.messages  # one history, whatever the store
             return
         history = self.ctx.messages
         if len(history) == len(snapshot) and history == snapshot:
@@ -96,25 +114,27 @@ class SessionWriter:
             (m for m in history if id(m) not in known), [event_json(e) for e in events]
         )
         self.session.messages = history
-        self._checkpoint()
+        await self._checkpoint()
 
-    def step(self, thoughts: Sequence[str], model_name: str | None) -> None:
+    async def step(self, thoughts: Sequence[str], model_name: str | None) -> None:
         """After a model response or a tool-result request was appended."""
         if not self.enabled:
+            self.session.messages = self.ctx.messages  # one history, whatever the store
             return
         self.sync(thoughts, model_name)
-        self._checkpoint()
+        await self._checkpoint()
 
-    def tool_event(self, event: ToolEvent) -> None:
+    async def tool_event(self, event: ToolEvent) -> None:
         """Record a tool call's start or end in the ledger, durably, before anything else happens."""
         if not self.enabled:
+            self.session.messages = self.ctx.messages  # one history, whatever the store
             return
         status = _LEDGER_STATUS.get(event.kind)
         if status is None:
             return
         record = event.record
         answer = self.executor.results.get(record.tool_call_id) if status != "started" else None
-        now = datetime.now(UTC)
+        now = self.clock()
         self.session.record_tool(
             LedgerEntry(
                 tool_call_id=record.tool_call_id,
@@ -126,7 +146,7 @@ class SessionWriter:
                 error=record.error,
             )
         )
-        self._checkpoint()
+        await self._checkpoint()
 
     def sync(self, thoughts: Sequence[str], model_name: str | None) -> None:
         """Make the session's usage, thoughts and model the run's, as of now."""
@@ -138,11 +158,57 @@ class SessionWriter:
         session.current_model = model_name
         session.original_query = self.ctx.run.original_query
 
-    def finish(self, thoughts: Sequence[str], model_name: str | None, total_tokens: int) -> None:
+    async def finish(self, thoughts: Sequence[str], model_name: str | None, total_tokens: int) -> None:
         """The run's last write: totals, token count, then a checkpoint."""
         self.sync(thoughts, model_name)
         self.session.total_tokens = total_tokens
-        self._checkpoint()
+        await self._checkpoint()
 
-    def _checkpoint(self) -> None:
-        self.session.checkpoint()
+    async def hand_over(
+        self,
+        history: list[CanonicalMessage],
+        thoughts: Sequence[str],
+        model_name: str,
+        *,
+        count: Callable[[], int],
+    ) -> list[str]:
+        """The run's last write to the session: its history, usage and thoughts, then save.
+
+        A stored session was checkpointed at every step; this writes the totals. Any other
+        session takes the run's result here, once, and is saved when it has a path. The
+        history is handed over before it is counted, and a failing count never loses it:
+        when ``count`` (the run's counter, which a ``count_tokens`` hook may answer) raises,
+        the built-in counter counts instead and the failure becomes a note.
+
+        Returns:
+            Notes on what failed without stopping the hand-over (a failing count).
+        """
+        session = self.session
+        if not self.enabled:
+            session.record_run(
+                messages=history,
+                usage=self.ctx.usage,
+                thoughts=thoughts,
+                model_name=model_name,
+                total_tokens=session.total_tokens,
+                original_query=self.ctx.run.original_query,
+            )
+        try:
+            total, notes = count(), []
+        except Exception as exc:
+            total = TokenCounter(model_name).count_messages(history)
+            notes = [
+                f"harness: counting the history at the end of the run failed ({type(exc).__name__}: {exc}); "
+                "the built-in counter counted it instead"
+            ]
+            _log.warning("run %s: %s", self.ctx.request_id, notes[0])
+        if self.enabled:
+            await self.finish(thoughts, model_name, total)
+            return notes
+        session.total_tokens = total
+        if session.path is not None:
+            session.save()
+        return notes
+
+    async def _checkpoint(self) -> None:
+        await self.session.acheckpoint()

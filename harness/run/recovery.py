@@ -42,11 +42,16 @@ INTERRUPTED_MARKER = "[INTERRUPTED]"
 
 
 def answer_interrupted_batch(
-    history: list[CanonicalMessage], batch: Sequence[ToolCallPart], results: Mapping[str, Part]
+    history: list[CanonicalMessage],
+    batch: Sequence[ToolCallPart],
+    results: Mapping[str, Part],
+    *,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> bool:
     """Append the results of an interrupted batch: the finished ones, and aborted returns.
 
-    Only when the history still ends with the response that made ``batch``.
+    Only when the history still ends with the response that made ``batch``. ``now`` is the
+    run's clock (its effects' ``now``).
 
     Returns:
         Whether a request was appended.
@@ -61,9 +66,7 @@ def answer_interrupted_batch(
         part = results.get(call.tool_call_id)
         if part is None:
             part = with_harness_mark(
-                ToolReturnPart(
-                    call.tool_call_id, call.tool_name, ABORTED_TOOL_CONTENT, timestamp=datetime.now(UTC)
-                ),
+                ToolReturnPart(call.tool_call_id, call.tool_name, ABORTED_TOOL_CONTENT, timestamp=now()),
                 aborted=True,
             )
         parts.append(part)
@@ -71,7 +74,13 @@ def answer_interrupted_batch(
     return True
 
 
-def append_interrupted(history: list[CanonicalMessage], model_name: str, partial: str = "") -> bool:
+def append_interrupted(
+    history: list[CanonicalMessage],
+    model_name: str,
+    partial: str = "",
+    *,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> bool:
     """Append the ``[INTERRUPTED]`` marker, merged into a trailing response.
 
     Args:
@@ -79,6 +88,7 @@ def append_interrupted(history: list[CanonicalMessage], model_name: str, partial
         model_name: The model of the new response, when one is appended.
         partial: Text the model had streamed for a request still in flight: kept in
             front of the marker, in a new response (the contract's "partial stream text").
+        now: The run's clock (its effects' ``now``), for the new response's timestamp.
 
     Returns:
         Whether a new message was appended (``False`` when it joined the last response).
@@ -87,9 +97,7 @@ def append_interrupted(history: list[CanonicalMessage], model_name: str, partial
     if partial and history and history[-1].kind == "request":
         history.append(
             with_harness_mark(
-                CanonicalMessage.response(
-                    TextPart(partial), marker, model_name=model_name, timestamp=datetime.now(UTC)
-                ),
+                CanonicalMessage.response(TextPart(partial), marker, model_name=model_name, timestamp=now()),
                 interrupted=True,
                 partial_stream=True,
             )
@@ -101,7 +109,7 @@ def append_interrupted(history: list[CanonicalMessage], model_name: str, partial
         return False
     history.append(
         with_harness_mark(
-            CanonicalMessage.response(marker, model_name=model_name, timestamp=datetime.now(UTC)),
+            CanonicalMessage.response(marker, model_name=model_name, timestamp=now()),
             interrupted=True,
         )
     )

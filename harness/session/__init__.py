@@ -36,6 +36,11 @@ from __future__ import annotations
 
 __all__ = [
     "LEDGER_STATUSES",
+    "AsyncSessionStore",
+    "ThreadedStore",
+    "async_store",
+    "finish_shielded",
+    "is_async_store",
     "SESSION_DIR_ENV",
     "SESSION_KEYS",
     "SESSION_VERSION",
@@ -66,6 +71,13 @@ __all__ = [
     "usage_to_mapping",
 ]
 
+from harness.session.asyncstore import (
+    AsyncSessionStore,
+    ThreadedStore,
+    async_store,
+    finish_shielded,
+    is_async_store,
+)
 from harness.session.fileformat import (
     SESSION_KEYS,
     SESSION_VERSION,

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 __all__ = ["Session"]
 
+import asyncio
 import os
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import attrs
 
 from harness.core.messages import CanonicalMessage, Usage, history_repr
 from harness.errors import SessionLoadError, SessionSaveError, SessionStoreError, WireFormatError
+from harness.session.asyncstore import AsyncSessionStore, async_store, finish_shielded, is_async_store
 from harness.session.fileformat import (
     SESSION_VERSION,
     load_error,
@@ -24,7 +26,7 @@ from harness.session.fileformat import (
 )
 from harness.session.files import atomic_write_bytes
 from harness.session.paths import default_session_dir, project_id_for
-from harness.session.records import LedgerEntry, SessionHead, StoredSession
+from harness.session.records import Checkpoint, LedgerEntry, SessionHead, StoredSession
 from harness.session.store import SessionStore
 from harness.session.tracking import StoreTracker, decode_bodies
 
@@ -34,6 +36,9 @@ if TYPE_CHECKING:
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+_Pending: TypeAlias = "tuple[Checkpoint, list[CanonicalMessage], list[int | None], list[int | None]]"
 
 
 def _optional_path(value: str | os.PathLike[str] | None) -> Path | None:
@@ -73,6 +78,8 @@ class Session:
         ledger: The tool-effect ledger: each tool call's :class:`LedgerEntry` by id.
         forked_from: The session this one was forked from.
         metadata: Extension data a plugin keeps with the session (a JSON object).
+        clock: Where checkpoints read the time (``last_modified``, edit records); a run sets
+            it to its effects' clock, so a durable engine's replay records the same times.
     """
 
     session_id: str = attrs.field(factory=lambda: uuid.uuid4().hex)
@@ -87,12 +94,14 @@ class Session:
     messages: list[CanonicalMessage] = attrs.field(factory=list[CanonicalMessage], repr=history_repr)
     original_query: str | None = None
     path: Path | None = attrs.field(default=None, converter=_optional_path)
-    store: SessionStore | None = attrs.field(default=None, repr=False, kw_only=True)
+    store: SessionStore | AsyncSessionStore | None = attrs.field(default=None, repr=False, kw_only=True)
     ledger: dict[str, LedgerEntry] = attrs.field(factory=dict[str, LedgerEntry], repr=False, kw_only=True)
     forked_from: str | None = attrs.field(default=None, kw_only=True)
     metadata: dict[str, Any] = attrs.field(factory=dict[str, Any], repr=False, kw_only=True)
+    clock: Callable[[], datetime] = attrs.field(default=_now, repr=False, kw_only=True, eq=False)
     _tracker: StoreTracker = attrs.field(factory=StoreTracker, init=False, repr=False)
     _written: SessionHead | None = attrs.field(default=None, init=False, repr=False)
+    _write_lock: asyncio.Lock | None = attrs.field(default=None, init=False, repr=False)
 
     @property
     def project_id(self) -> str:
@@ -119,7 +128,7 @@ class Session:
         cls,
         directory: str | os.PathLike[str] | None = None,
         *,
-        store: SessionStore | None = None,
+        store: SessionStore | AsyncSessionStore | None = None,
         **fields: Any,
     ) -> Session:
         """Create a session in ``store``, or saved under ``directory`` as a JSON file.
@@ -149,11 +158,30 @@ class Session:
             SessionStoreError: The store or the session's rows are corrupt (nothing is
                 changed).
         """
+        if is_async_store(store):
+            raise SessionStoreError(
+                store.url, "this store is asynchronous; await Session.aopen(store, session_id) instead"
+            )
         stored = store.load(session_id)
         return cls.from_stored(store, stored, edits=len(store.edits(session_id)))
 
     @classmethod
-    def from_stored(cls, store: SessionStore, stored: StoredSession, *, edits: int) -> Session:
+    async def aopen(cls, store: SessionStore | AsyncSessionStore, session_id: str) -> Session:
+        """:meth:`open`, awaited: the reads run off the event loop's thread (see :func:`async_store`).
+
+        Raises:
+            SessionNotFoundError: The store has no such session.
+            SessionStoreError: The store or the session's rows are corrupt.
+        """
+        reader = async_store(store)
+        stored = await reader.load(session_id)
+        edits = await reader.edits(session_id)
+        return cls.from_stored(store, stored, edits=len(edits))
+
+    @classmethod
+    def from_stored(
+        cls, store: SessionStore | AsyncSessionStore, stored: StoredSession, *, edits: int
+    ) -> Session:
         """The session ``stored`` holds (what :meth:`SessionStore.load` returned), bound to ``store``.
 
         :meth:`open` is ``store.load`` then this. A durable engine uses it to start a
@@ -255,13 +283,58 @@ class Session:
 
         Costs what changed: new log messages, new view entries, new thoughts and ledger
         entries; a compaction also writes its overlays and an edit record. Nothing is
-        written when nothing changed.
+        written when nothing changed. A run awaits :meth:`acheckpoint` instead, which never
+        blocks the event loop; this is for synchronous code (the CLI, scripts).
 
         Raises:
             SessionConflictError: Another writer changed the session since it was read
                 (nothing was written; reload with :meth:`open`).
+            SessionStoreError: There is no store, it cannot be written, or it is an
+                asynchronous store (await :meth:`acheckpoint` then).
+        """
+        pending = self._pending_checkpoint()
+        if isinstance(pending, int):
+            return pending
+        store = self.store
+        if is_async_store(store):
+            raise SessionStoreError(
+                self._store_url(),
+                "this session's store is asynchronous; await session.acheckpoint() instead",
+                session_id=self.session_id,
+            )
+        revision = cast(SessionStore, store).commit(pending[0])
+        self._checkpoint_committed(pending, revision)
+        return self._tracker.revision
+
+    async def acheckpoint(self) -> int:
+        """:meth:`checkpoint`, awaited: the store's I/O never runs on the event loop's thread.
+
+        Checkpoints of one session are written one at a time, in the order they were
+        asked for. A cancellation (an abort, a timeout) that arrives while a checkpoint is
+        being written waits for the write to finish and is raised after it, so the session
+        always knows what its store holds.
+
+        Raises:
+            SessionConflictError: Another writer changed the session since it was read.
             SessionStoreError: There is no store, or it cannot be written.
         """
+        if self._write_lock is None:
+            self._write_lock = asyncio.Lock()
+        async with self._write_lock:
+            pending = self._pending_checkpoint()
+            if isinstance(pending, int):
+                return pending
+            store = async_store(cast("SessionStore | AsyncSessionStore", self.store))
+            await finish_shielded(
+                store.commit(pending[0]), lambda revision: self._checkpoint_committed(pending, revision)
+            )
+            return self._tracker.revision
+
+    def _store_url(self) -> str:
+        return self.store.url if self.store is not None else "-"
+
+    def _pending_checkpoint(self) -> int | _Pending:
+        """The checkpoint to write, or the current revision when nothing changed."""
         store = self.store
         if store is None:
             raise SessionStoreError(
@@ -278,17 +351,20 @@ class Session:
             and self._head_unchanged()
         ):
             return tracker.revision
-        self.last_modified = _now()
-        checkpoint, adopted, origins, sources = tracker.checkpoint(
-            self.head_record(), view, self.thoughts, self.ledger
+        self.last_modified = self.clock()
+        return tracker.checkpoint(
+            self.head_record(), view, self.thoughts, self.ledger, now=self.last_modified
         )
-        store.commit(checkpoint)
-        tracker.committed(checkpoint, adopted, origins, sources)
+
+    def _checkpoint_committed(self, pending: _Pending, revision: int) -> None:
+        """The store took ``pending``: make it the persisted state."""
+        del revision  # the checkpoint's own head revision is what the store now holds
+        checkpoint, adopted, origins, sources = pending
+        self._tracker.committed(checkpoint, adopted, origins, sources)
         for entry in checkpoint.ledger:  # answers now in the log leave the ledger (stored once)
             if entry.result is None and self.ledger.get(entry.tool_call_id, entry).result is not None:
                 self.ledger[entry.tool_call_id] = entry
         self._written = checkpoint.head
-        return tracker.revision
 
     def _head_unchanged(self) -> bool:
         written = self._written
@@ -306,27 +382,62 @@ class Session:
         """The full raw log: every message as it was first written, with no edit applied.
 
         Raises:
+            SessionStoreError: The session has no store (or an asynchronous one: await
+                :meth:`atranscript`), or a stored message is invalid.
+        """
+        store = self._log_store()
+        if is_async_store(store):
+            raise SessionStoreError(
+                store.url,
+                "this session's store is asynchronous; await session.atranscript() instead",
+                session_id=self.session_id,
+            )
+        bodies = [e.body for e in cast(SessionStore, store).read_log(self.session_id)]
+        return decode_bodies(store.url, self.session_id, bodies, what="logged message")
+
+    async def atranscript(self) -> list[CanonicalMessage]:
+        """:meth:`transcript`, awaited (the read runs off the event loop's thread).
+
+        Raises:
             SessionStoreError: The session has no store, or a stored message is invalid.
         """
+        store = self._log_store()
+        entries = await async_store(store).read_log(self.session_id)
+        return decode_bodies(store.url, self.session_id, [e.body for e in entries], what="logged message")
+
+    def _log_store(self) -> SessionStore | AsyncSessionStore:
         store = self.store
         if store is None:
             raise SessionStoreError(
                 "-", "this session has no store, so it keeps no log", session_id=self.session_id
             )
-        bodies = [e.body for e in store.read_log(self.session_id)]
-        return decode_bodies(store.url, self.session_id, bodies, what="logged message")
+        return store
 
     def fork(self, session_id: str | None = None) -> Session:
         """Copy this stored session under a new id (default: a new uuid4) and open the copy.
 
         The session must be checkpointed first; what is not yet written is not copied.
         """
-        store = self.store
-        if store is None:
-            raise SessionStoreError("-", "only a stored session can be forked", session_id=self.session_id)
+        store = self._fork_store()
+        if is_async_store(store):
+            raise SessionStoreError(
+                store.url, "this session's store is asynchronous; await session.afork() instead"
+            )
         new_id = session_id if session_id is not None else uuid.uuid4().hex
-        store.fork(self.session_id, new_id)
-        return Session.open(store, new_id)
+        cast(SessionStore, store).fork(self.session_id, new_id)
+        return Session.open(cast(SessionStore, store), new_id)
+
+    async def afork(self, session_id: str | None = None) -> Session:
+        """:meth:`fork`, awaited (the copy runs off the event loop's thread)."""
+        store = self._fork_store()
+        new_id = session_id if session_id is not None else uuid.uuid4().hex
+        await async_store(store).fork(self.session_id, new_id)
+        return await Session.aopen(store, new_id)
+
+    def _fork_store(self) -> SessionStore | AsyncSessionStore:
+        if self.store is None:
+            raise SessionStoreError("-", "only a stored session can be forked", session_id=self.session_id)
+        return self.store
 
     def record_run(
         self,

@@ -175,6 +175,8 @@ class StoreTracker:
         view: Sequence[CanonicalMessage],
         thoughts: Sequence[str],
         ledger: Mapping[str, LedgerEntry] | None = None,
+        *,
+        now: datetime | None = None,
     ) -> tuple[Checkpoint, list[CanonicalMessage], list[int | None], list[int | None]]:
         """The checkpoint that brings the store from :attr:`revision` to ``view``.
 
@@ -186,6 +188,9 @@ class StoreTracker:
         ``ledger`` is the session's ledger: a finished call whose answer this checkpoint
         logs loses its ``result`` (the log holds the answer now, and the ledger kept it
         only so that a resumed run could reuse it), so no tool result is stored twice.
+
+        ``now`` is the time an edit record is stamped with (default: the wall clock); a run
+        passes its effects' clock, so a durable replay writes the same record.
         """
         persisted = self.view
         n = len(persisted)
@@ -304,7 +309,7 @@ class StoreTracker:
             edit = EditRecord(
                 index=self.edit_count,
                 revision=self.revision + 1,
-                created_at=datetime.now(UTC),
+                created_at=now if now is not None else datetime.now(UTC),
                 view_start=start,
                 replaced=replaced,
                 overlays=tuple(overlays),

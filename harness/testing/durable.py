@@ -92,10 +92,11 @@ __all__ = [
 import os
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import attrs
 
+from harness.hooks.stacks import installed_capability_classes
 from harness.testing.durable_model import RUN_MARK, ScenarioModel, scenario_tools
 from harness.testing.durable_record import (
     BLOCKED_FILE,
@@ -133,23 +134,26 @@ def scenario_capabilities(scenario: Scenario) -> list[object]:
     ``steps=12`` run with the default 500-byte outputs compacts 5 times, 4 of them with a
     summarizer call); the warner warns from half of eight steps' worth.
 
+    The classes are found through the ``harness`` entry points (the core never imports a
+    plugin by name).
+
     Raises:
         ImportError: A plugin distribution is not installed (the message names it).
     """
+    wanted = ("tiered", "clear_tool_results", "summarizing", "sliding_window", "limit_warner")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the plugins are experimental and say so on import
-        try:
-            from harness_clear_tool_results import ClearToolResults
-            from harness_limit_warner import LimitWarner
-            from harness_sliding_window import SlidingWindow
-            from harness_summarizing import SummarizingCompaction
-            from harness_tiered import TieredCompaction
-        except ImportError as exc:
-            raise ImportError(
-                "Scenario(compaction=True) needs harness-tiered, harness-clear-tool-results, "
-                "harness-summarizing, harness-sliding-window and harness-limit-warner installed "
-                f"({exc}); pass compaction=False to run without them"
-            ) from exc
+        installed = installed_capability_classes()
+    missing = [name for name in wanted if name not in installed]
+    if missing:
+        raise ImportError(
+            "Scenario(compaction=True) needs harness-tiered, harness-clear-tool-results, "
+            "harness-summarizing, harness-sliding-window and harness-limit-warner installed "
+            f"(missing: {', '.join(missing)}); pass compaction=False to run without them"
+        )
+    TieredCompaction, ClearToolResults, SummarizingCompaction, SlidingWindow, LimitWarner = (  # noqa: N806
+        cast(Any, installed[name]) for name in wanted
+    )
     step_tokens = scenario.output_bytes // 4 + 60
     tiered = TieredCompaction(
         [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from harness.tools.context import RunContext, RunState
 from harness.tools.lifecycle import ToolCallRecord, ToolCallRegistry, ToolCallStatus, ToolEvent, ToolEventKind
+from harness.tools.remote import RUN_LOCAL_FIELDS, SESSION_LOCAL_FIELDS, remote_context
 from harness.tools.tool import (
     TRANSIENT_TOOL_ERRORS,
     Tool,
@@ -14,6 +15,9 @@ from harness.tools.tool import (
 )
 
 __all__ = [
+    "RUN_LOCAL_FIELDS",
+    "SESSION_LOCAL_FIELDS",
+    "remote_context",
     "TRANSIENT_TOOL_ERRORS",
     "as_tool",
     "parse_google_docstring",

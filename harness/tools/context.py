@@ -55,9 +55,11 @@ class RunContext:
     ``tool_call_id``, ``tool_name`` and ``retry`` filled in. Dynamic instructions (the
     agent's ``instructions`` callable) receive it before every model request.
 
-    The run owns one history and one usage total, and they are these two attributes;
-    the session receives them when the run ends (``session.messages`` still holds the
-    history the run started from until then).
+    The run owns one history and one usage total, and they are these two attributes.
+    During a run ``session.messages`` is that same history, whatever the store (a stored
+    session is checkpointed at every step; any other is saved when the run ends). Under a
+    durable engine a tool runs on a worker and gets a context of the fields that cross the
+    boundary (see :func:`harness.tools.remote_context`).
 
     Attributes:
         model: The agent's model.

@@ -17,6 +17,7 @@ import pytest
 from harness import hookspec
 from harness.hooks import ASYNC_HOOKS, PROJECT_NAME
 from harness.hooks import specs as hookspecs
+from harness.hooks.middleware import WRAPPER_HOOKS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "hooks.md"
 DOC_FIELDS = ("**When it runs:**", "**Arguments:**", "**Returns:**", "**Ordering:**", "**Sync or async:**")
@@ -94,7 +95,10 @@ def section_problems(name: str, function: Callable[..., object], section: str | 
         if f"`{param}`" not in arguments:
             problems.append(f"{name}: docs/hooks.md Arguments do not describe `{param}`")
     sync_line = section.split("**Sync or async:**", 1)[-1].split("\n- **", 1)[0]
-    if name in ASYNC_HOOKS:
+    if name in WRAPPER_HOOKS:
+        if "async generator" not in sync_line or "Return(value)" not in sync_line:
+            problems.append(f"{name}: a wrapper's 'Sync or async' must describe async generators and Return")
+    elif name in ASYNC_HOOKS:
         if "awaited" not in sync_line:
             problems.append(
                 f"{name}: an awaited hook's 'Sync or async' must say async implementations are awaited"

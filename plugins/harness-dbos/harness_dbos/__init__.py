@@ -25,19 +25,20 @@ __all__ = [
     "RunHandle",
     "RunSpec",
     "RunSummary",
+    "configure_stores",
     "dbos_config",
     "run_workflow",
 ]
 
 if TYPE_CHECKING:
+    from harness.durable import RunSpec, RunSummary
     from harness_dbos.client import DBOSRunClient
     from harness_dbos.config import dbos_config
     from harness_dbos.effects import DBOSEffects
     from harness_dbos.engine import DBOSEngine
     from harness_dbos.runs import DEFAULT_QUEUE, RunHandle
     from harness_dbos.serializer import JournalSerializer
-    from harness_dbos.spec import RunSpec, RunSummary
-    from harness_dbos.workflow import APP_VERSION, WORKFLOW_NAME, run_workflow
+    from harness_dbos.workflow import APP_VERSION, WORKFLOW_NAME, configure_stores, run_workflow
 
 _OWNERS: dict[str, str] = {
     "DBOSRunClient": "harness_dbos.client",
@@ -47,11 +48,12 @@ _OWNERS: dict[str, str] = {
     "DEFAULT_QUEUE": "harness_dbos.runs",
     "RunHandle": "harness_dbos.runs",
     "JournalSerializer": "harness_dbos.serializer",
-    "RunSpec": "harness_dbos.spec",
-    "RunSummary": "harness_dbos.spec",
+    "RunSpec": "harness.durable",
+    "RunSummary": "harness.durable",
     "APP_VERSION": "harness_dbos.workflow",
     "WORKFLOW_NAME": "harness_dbos.workflow",
     "run_workflow": "harness_dbos.workflow",
+    "configure_stores": "harness_dbos.workflow",
 }
 """Where each public name is defined: imported on first use, so loading the entry point (``resolver``)
 does not import the engine's SDK."""

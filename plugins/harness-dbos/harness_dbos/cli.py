@@ -34,7 +34,13 @@ def main() -> None:
 @click.option(
     "--system-db", "system_db", required=True, help="DBOS system database: sqlite:///file or postgresql://..."
 )
-@click.option("--store", "store", default=None, help="Session store URL (checked to open at startup).")
+@click.option(
+    "--store",
+    "stores",
+    multiple=True,
+    metavar="[NAME=]URL",
+    help="A session store runs may name (@NAME), or the default store; opened at startup (repeatable).",
+)
 @click.option("--agent", "agent", default=None, help="Agent reference package.module:attr (checked to load).")
 @click.option("--queue", default=DEFAULT_QUEUE, show_default=True, help="Queue to dequeue runs from.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=None, help="Runs executed at once.")
@@ -47,7 +53,7 @@ def main() -> None:
 )
 def worker(
     system_db: str,
-    store: str | None,
+    stores: tuple[str, ...],
     agent: str | None,
     queue: str,
     concurrency: int | None,
@@ -58,14 +64,19 @@ def worker(
     """Execute harness runs from the system database until SIGTERM or SIGINT."""
     from harness import open_store
     from harness.config import load_agent
+    from harness.durable import StoreDirectory
     from harness_dbos.engine import DBOSEngine
 
     if agent is not None:
         load_agent(agent)
-    if store is not None:
-        open_store(store).close()
+    directory = StoreDirectory.from_options(stores)
+    for name in directory:
+        url = directory.url(name)
+        if url is not None:
+            open_store(url.reveal()).close()
     engine = DBOSEngine(
         system_db,
+        stores=directory,
         queue=queue,
         concurrency=concurrency,
         executor_id=executor_id,
@@ -93,26 +104,45 @@ def worker(
 
 @main.command("enqueue")
 @click.option("--system-db", "system_db", required=True, help="DBOS system database URL.")
-@click.option("--store", "store", required=True, help="Session store URL.")
+@click.option(
+    "--store",
+    "store",
+    required=True,
+    help="Session store: a URL without credentials, or @NAME the workers know.",
+)
+@click.option(
+    "--strip-credentials",
+    is_flag=True,
+    help="Journal a store URL that carries a password without it (the workers supply it).",
+)
 @click.option("--agent", "agent", required=True, help="Agent reference package.module:attr.")
 @click.option("--queue", default=DEFAULT_QUEUE, show_default=True)
 @click.option("--session-id", default=None, help="Continue this session (default: a new one).")
 @click.option("--wait/--no-wait", default=False, help="Wait for the run and print its summary.")
 @click.argument("prompt")
 def enqueue(
-    system_db: str, store: str, agent: str, queue: str, session_id: str | None, wait: bool, prompt: str
+    system_db: str,
+    store: str,
+    strip_credentials: bool,
+    agent: str,
+    queue: str,
+    session_id: str | None,
+    wait: bool,
+    prompt: str,
 ) -> None:
     """Enqueue a run of PROMPT; print its workflow and session ids (and, with --wait, its summary)."""
     from harness_dbos.client import DBOSRunClient
 
     async def go() -> None:
-        client = DBOSRunClient(system_db, store_url=store, agent=agent, queue=queue)
+        client = DBOSRunClient(
+            system_db, store_url=store, agent=agent, queue=queue, strip_credentials=strip_credentials
+        )
         try:
             handle = await client.enqueue(prompt, session_id)
             click.echo(json.dumps({"workflow_id": handle.workflow_id, "session_id": handle.session_id}))
             if wait:
                 summary = await handle.result()
-                click.echo(summary.to_json())
+                click.echo(json.dumps(summary.to_json()))
         finally:
             client.close()
 

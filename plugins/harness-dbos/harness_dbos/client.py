@@ -17,8 +17,9 @@ import os
 
 from dbos import DBOSClient, EnqueueOptions, WorkflowHandleAsync
 
+from harness.durable import StoreReference
 from harness_dbos.config import system_database_url
-from harness_dbos.runs import DEFAULT_QUEUE, RunHandle, RunStarter, new_workflow_id
+from harness_dbos.runs import DEFAULT_QUEUE, RunHandle, new_workflow_id, run_starter
 from harness_dbos.serializer import JournalSerializer
 from harness_dbos.workflow import APP_NAME, APP_VERSION, WORKFLOW_NAME
 
@@ -28,7 +29,10 @@ class DBOSRunClient:
 
     Args:
         system_database_url: DBOS's system database (as for :class:`~harness_dbos.DBOSEngine`).
-        store_url: The session store runs write to.
+        store_url: The session store runs write to: a URL without credentials, or
+            ``"@NAME"`` for a store the workers know by name (see
+            :func:`harness.durable.store_reference`).
+        strip_credentials: Journal a ``store_url`` that carries a password without it.
         agent: The agent's import reference (loaded here once, for its fingerprint).
         queue: The default queue.
         polling_interval: Seconds between two looks at a run's status.
@@ -38,14 +42,15 @@ class DBOSRunClient:
         self,
         system_database_url_: str | os.PathLike[str],
         *,
-        store_url: str,
+        store_url: str | StoreReference,
         agent: str,
+        strip_credentials: bool = False,
         queue: str = DEFAULT_QUEUE,
         polling_interval: float = 0.5,
     ) -> None:
         self.queue = queue
         self.polling_interval = polling_interval
-        self._starter = RunStarter(agent, store_url)
+        self._starter = run_starter(agent, store_url, strip_credentials=strip_credentials)
         self._client = DBOSClient(
             system_database_url=system_database_url(system_database_url_),
             serializer=JournalSerializer(),
@@ -68,7 +73,7 @@ class DBOSRunClient:
             "workflow_id": workflow_id or new_workflow_id(),
             "app_version": APP_VERSION,
         }
-        handle: WorkflowHandleAsync[str] = await self._client.enqueue_async(options, spec.to_json())
+        handle: WorkflowHandleAsync[str] = await self._client.enqueue_async(options, spec.to_text())
         return RunHandle(handle, spec.session_id, self.polling_interval)
 
     async def handle(self, workflow_id: str) -> RunHandle:

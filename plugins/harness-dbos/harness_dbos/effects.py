@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, cast
 
 from dbos import DBOS
-from dbos._error import DBOSUnexpectedStepError
+from dbos import error as dbos_errors
 
 from harness.core import CanonicalMessage, ModelRequestUnit, ToolCallUnit, ToolOutcome, run_attempts
 from harness.durable import ReplaySafeStore
@@ -111,7 +111,7 @@ class DBOSEffects:
         self.units += 1
         try:
             return await DBOS.run_step_async({"name": name}, body)
-        except DBOSUnexpectedStepError as exc:
+        except dbos_errors.DBOSUnexpectedStepError as exc:
             raise WorkflowIncompatibleError(
                 f"run {self.workflow_id!r} diverged from its journal: {exc}. The agent or its stack changed "
                 "since the run started; it is refused.",

@@ -3,6 +3,9 @@
 ::
 
     engine = DBOSEngine("sqlite:///runs.sqlite", store_url="sqlite:///sessions.db", agent="app:agent")
+    # with credentials: name the store, and the runs journal only the name
+    engine = DBOSEngine("postgresql://dbos@db/dbos", store_url="@app", agent="app:agent",
+                        stores=["app=postgresql://app:secret@db/agents"])
     engine.launch()                      # DBOS starts; pending runs of this executor resume
     handle = await engine.start("Fix the tests.")
     summary = await handle.result()      # RunSummary: output, session_id, revision, ...
@@ -20,14 +23,18 @@ __all__ = ["DBOSEngine"]
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from dbos import DBOS, SetWorkflowID, WorkflowHandleAsync
 
+from harness.durable import RunStarter, StoreDirectory, StoreReference
 from harness_dbos.config import dbos_config
-from harness_dbos.runs import DEFAULT_QUEUE, RunHandle, RunStarter, new_workflow_id
-from harness_dbos.workflow import APP_VERSION, run_workflow
+from harness_dbos.runs import DEFAULT_QUEUE, RunHandle, new_workflow_id, run_starter
+from harness_dbos.workflow import APP_VERSION, configure_stores, run_workflow
+
+_OWN_STORE = "engine"
+"""The name the engine's own ``store_url`` has in its store directory."""
 
 
 def _outside_event_loop(call: Callable[[], None]) -> None:
@@ -47,8 +54,16 @@ class DBOSEngine:
     Args:
         system_database_url: DBOS's system database (``sqlite:///file`` or
             ``postgresql://...``; a plain path is an SQLite file).
-        store_url: The session store runs write to (``None``: this process only executes
-            runs others started; :meth:`start` and :meth:`enqueue` need it).
+        store_url: The session store the runs this engine starts write to: a URL without
+            credentials, or ``"@NAME"`` for a store the workers know by name (``None``: this
+            process only executes runs others started; :meth:`start` and :meth:`enqueue`
+            need it). A URL with a password is refused (it would be journaled) unless
+            ``strip_credentials``.
+        stores: The stores this process's runs resolve their references with: a
+            :class:`~harness.durable.StoreDirectory` or ``"[NAME=]URL"`` strings (default:
+            ``HARNESS_STORE`` only; ``store_url`` is added as its own entry when it is a URL).
+        strip_credentials: Journal a ``store_url`` that carries a password without it (the
+            workers supply it, see :func:`harness.durable.store_reference`).
         agent: The agent's import reference, ``"package.module:attribute"`` (``None``: as
             for ``store_url``).
         queue: The queue :meth:`enqueue` uses and this process dequeues from.
@@ -65,8 +80,10 @@ class DBOSEngine:
         self,
         system_database_url: str | os.PathLike[str],
         *,
-        store_url: str | None = None,
+        store_url: str | StoreReference | None = None,
         agent: str | None = None,
+        stores: StoreDirectory | Sequence[str] | None = None,
+        strip_credentials: bool = False,
         queue: str = DEFAULT_QUEUE,
         concurrency: int | None = None,
         executor_id: str | None = None,
@@ -81,7 +98,17 @@ class DBOSEngine:
         self.concurrency = concurrency
         self.listen = listen
         self.polling_interval = polling_interval
-        self._starter = RunStarter(agent, store_url) if agent is not None and store_url is not None else None
+        self._starter: RunStarter | None = None
+        if agent is not None and store_url is not None:
+            self._starter = run_starter(agent, store_url, strip_credentials=strip_credentials)
+        if isinstance(stores, StoreDirectory):
+            self.stores = stores
+        else:
+            self.stores = StoreDirectory.from_options(stores or ())
+        if isinstance(store_url, str) and not store_url.startswith("@") and _OWN_STORE not in self.stores:
+            # The engine executes its own runs, so it knows their store, password included:
+            # the directory lives in this process's memory only, never in the journal.
+            self.stores = self.stores.with_store(_OWN_STORE, store_url)
         self._launched = False
 
     @property
@@ -100,6 +127,7 @@ class DBOSEngine:
         """
         if self._launched:
             return
+        configure_stores(self.stores)
         DBOS(config=self.config)
         DBOS.listen_queues([self.queue] if self.listen else [])
 
@@ -120,13 +148,20 @@ class DBOSEngine:
         self._launched = True
 
     def adopt(self, executor_ids: list[str]) -> int:
-        """Resume the pending runs of dead executors (``executor_ids``) here; return how many.
+        """Hand the pending runs of dead executors (``executor_ids``) to this engine's queue; return how many.
 
         A worker killed for good leaves its runs pending under its executor id; restarting
-        a worker with that id resumes them, and so does this.
+        a worker with that id resumes them, and so does this: each run is resumed through
+        DBOS's public API (``list_workflows``, then ``resume_workflow`` onto :attr:`queue`),
+        so a worker listening on the queue, this one included, picks it up and replays it
+        from its journal.
         """
-        handles = DBOS._recover_pending_workflows(executor_ids)  # pyright: ignore[reportPrivateUsage]
-        return len(handles)
+        pending = DBOS.list_workflows(
+            status="PENDING", executor_id=list(executor_ids), load_input=False, load_output=False
+        )
+        for status in pending:
+            DBOS.resume_workflow(status.workflow_id, queue_name=self.queue)
+        return len(pending)
 
     def _require(self) -> RunStarter:
         if self._starter is None:
@@ -151,7 +186,7 @@ class DBOSEngine:
         """
         spec = self._require().spec(prompt, session_id)
         with SetWorkflowID(workflow_id or new_workflow_id()):
-            handle = await DBOS.start_workflow_async(run_workflow, spec.to_json())
+            handle = await DBOS.start_workflow_async(run_workflow, spec.to_text())
         return RunHandle(handle, spec.session_id, self.polling_interval)
 
     async def enqueue(
@@ -165,7 +200,7 @@ class DBOSEngine:
         """Enqueue a run: any worker on this system database listening to ``queue`` runs it."""
         spec = self._require().spec(prompt, session_id)
         with SetWorkflowID(workflow_id or new_workflow_id()):
-            handle = await DBOS.enqueue_workflow_async(queue or self.queue, run_workflow, spec.to_json())
+            handle = await DBOS.enqueue_workflow_async(queue or self.queue, run_workflow, spec.to_text())
         return RunHandle(handle, spec.session_id, self.polling_interval)
 
     async def handle(self, workflow_id: str) -> RunHandle:

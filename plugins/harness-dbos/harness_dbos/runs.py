@@ -1,17 +1,14 @@
-"""Starting a run from any process (:class:`RunStarter`) and a handle on a run (:class:`RunHandle`)."""
+"""Starting a run from any process (:func:`run_starter`) and a handle on a run (:class:`RunHandle`)."""
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_QUEUE", "RunHandle", "RunStarter", "ResultSource", "new_workflow_id"]
+__all__ = ["DEFAULT_QUEUE", "ResultSource", "RunHandle", "new_workflow_id", "run_starter"]
 
-import os
 import uuid
-from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
 from harness.config import load_agent
-from harness.run import agent_fingerprint
-from harness_dbos.spec import RunSpec, RunSummary
+from harness.durable import RunStarter, RunSummary, StoreReference
 
 DEFAULT_QUEUE: Final = "harness"
 """The DBOS queue runs are enqueued on unless another is named."""
@@ -63,38 +60,10 @@ class RunHandle:
         return RunSummary.from_json(text)
 
 
-class RunStarter:
-    """Builds the workflow input of a run of one agent on one store.
+def run_starter(agent: str, store: str | StoreReference, *, strip_credentials: bool = False) -> RunStarter:
+    """The :class:`~harness.durable.RunStarter` of runs of ``agent`` on ``store``, built with ``load_agent``.
 
-    Args:
-        agent: The agent's import reference (``"package.module:attribute"``); loaded
-            once here, for its fingerprint.
-        store_url: The session store runs write to.
+    Raises:
+        StoreCredentialsError: ``store`` carries a credential (see :func:`harness.durable.store_reference`).
     """
-
-    def __init__(self, agent: str, store_url: str) -> None:
-        self.agent = agent
-        self.store_url = store_url
-        self._fingerprint: dict[str, str] | None = None
-
-    def fingerprint(self) -> dict[str, str]:
-        """The agent's fingerprint (loads the agent the first time).
-
-        Raises:
-            AgentLoadError: The reference does not load.
-        """
-        if self._fingerprint is None:
-            self._fingerprint = agent_fingerprint(load_agent(self.agent))
-        return self._fingerprint
-
-    def spec(self, prompt: str | None, session_id: str | None = None) -> RunSpec:
-        """The input of a new run (``session_id`` ``None``: a new session)."""
-        return RunSpec(
-            agent=self.agent,
-            store_url=self.store_url,
-            session_id=session_id if session_id is not None else uuid.uuid4().hex,
-            prompt=prompt,
-            fingerprint=self.fingerprint(),
-            started_at=datetime.now(UTC),
-            working_directory=os.getcwd(),
-        )
+    return RunStarter(agent, store, load=load_agent, strip_credentials=strip_credentials)

@@ -41,7 +41,7 @@ async def _check_end_to_end(
     handle = await engine.start(PROMPT)
     summary = await handle.result()
     assert summary.session_id == handle.session_id
-    assert summary.workflow_id == handle.workflow_id
+    assert summary.run_id == handle.workflow_id
     assert summary.output is not None
     assert summary.output.startswith("Done after 8 steps")
     assert summary.iterations == 9

@@ -13,6 +13,7 @@ from harness_dbos import JournalSerializer, RunSpec, RunSummary
 from harness_dbos.config import system_database_url
 from harness_dbos.resolver import resolve_engine
 
+from harness.durable import StoreReference
 from harness.errors import WorkflowIncompatibleError
 from harness.hooks import PluginManager
 
@@ -36,7 +37,7 @@ def test_serializer_writes_strings_verbatim_and_pickles_the_rest() -> None:
 def test_spec_and_summary_round_trip() -> None:
     spec = RunSpec(
         agent="pkg.mod:agent",
-        store_url="sqlite:///s.db",
+        store=StoreReference(url="sqlite:///s.db"),
         session_id="abc",
         prompt="héllo",
         fingerprint={"model": "1", "tools": "2"},
@@ -44,12 +45,13 @@ def test_spec_and_summary_round_trip() -> None:
         working_directory="/w",
     )
     assert RunSpec.from_json(spec.to_json()) == spec
-    summary = RunSummary("out", "abc", 7, 3, {"request_tokens": 5}, "wf")
+    assert RunSpec.from_json(spec.to_text()) == spec
+    summary = RunSummary("wf", "abc", "out", 7, 3, 12, {"request_tokens": 5}, 2)
     assert RunSummary.from_json(summary.to_json()) == summary
 
 
 @pytest.mark.parametrize(
-    "text", ["not json", "[]", '{"version": 99}', '{"version": 1, "agent": "a"}'], ids=str
+    "text", ["not json", "[]", '{"version": 99}', '{"version": 1, "agent": "a"}', '{"version": 2}'], ids=str
 )
 def test_a_spec_of_another_version_or_shape_is_refused_with_a_typed_error(text: str) -> None:
     with pytest.raises(WorkflowIncompatibleError):

@@ -507,6 +507,15 @@ class DeduplicateFileReads(Capability):
         return changes, ids, memo
 
     @staticmethod
+    def describe_read(call: ToolCallPart) -> FileRead | None:
+        """What file ``call`` reads (:func:`~harness_dedupe_file_reads.keys.describe_read`), or ``None``.
+
+        Offered on the class, so code that finds the capability through its entry point
+        (``harness inspect``) uses the same rule without importing this distribution.
+        """
+        return describe_read(call)
+
+    @staticmethod
     def _covered(reads: list[Read], latest: dict[str, int]) -> dict[int, int]:
         """Map the index of a latest-of-its-key read to the newest later read covering its lines."""
         by_view: dict[str, list[tuple[int, str]]] = {}

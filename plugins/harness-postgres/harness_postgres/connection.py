@@ -22,6 +22,7 @@ from psycopg import errors as pg_errors
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
 
+from harness.core import MaskedURL
 from harness.errors import SessionStoreError
 
 T = TypeVar("T")
@@ -66,6 +67,7 @@ class Link:
         if "application_name" not in given:
             extra["application_name"] = application_name
         self._conninfo = make_conninfo(conninfo, **extra)
+        self._secret = MaskedURL(conninfo)
         self.url = url
         self.lock_timeout = lock_timeout
         self.synchronous_commit = synchronous_commit
@@ -82,7 +84,7 @@ class Link:
         try:
             conn = psycopg.connect(self._conninfo, autocommit=True)
         except psycopg.Error as exc:
-            raise SessionStoreError(self.url, f"cannot connect to PostgreSQL: {_reason(exc)}") from exc
+            raise SessionStoreError(self.url, f"cannot connect to PostgreSQL: {self._reason(exc)}") from exc
         try:
             conn.execute(
                 b"SELECT set_config('TimeZone', 'UTC', false), set_config('lock_timeout', %s, false), "
@@ -95,7 +97,7 @@ class Link:
             )
         except psycopg.Error as exc:
             conn.close()
-            raise SessionStoreError(self.url, f"cannot set up the connection: {_reason(exc)}") from exc
+            raise SessionStoreError(self.url, f"cannot set up the connection: {self._reason(exc)}") from exc
         self._conn = conn
         return conn
 
@@ -149,18 +151,18 @@ class Link:
         if lost and attempt.committing:
             reason = (
                 "the connection was lost while committing, so whether the write landed is unknown; "
-                f"reload the session before writing again ({_reason(exc)})"
+                f"reload the session before writing again ({self._reason(exc)})"
             )
         elif lost:
-            reason = f"the connection was lost twice in a row: {_reason(exc)}"
+            reason = f"the connection was lost twice in a row: {self._reason(exc)}"
         elif isinstance(exc, pg_errors.LockNotAvailable):
             reason = f"timed out after {self.lock_timeout:g} s waiting for another writer of the same session"
         elif isinstance(exc, pg_errors.UndefinedTable | pg_errors.InvalidSchemaName):
-            reason = f"the store's tables are missing (was the schema dropped?): {_reason(exc)}"
+            reason = f"the store's tables are missing (was the schema dropped?): {self._reason(exc)}"
         elif isinstance(exc, psycopg.DataError) and "NUL" in str(exc):
-            reason = f"PostgreSQL text cannot hold a NUL character: {_reason(exc)}"
+            reason = f"PostgreSQL text cannot hold a NUL character: {self._reason(exc)}"
         else:
-            reason = _reason(exc)
+            reason = self._reason(exc)
         return SessionStoreError(self.url, f"cannot {what}: {reason}", session_id=session_id)
 
     def _rollback(self, conn: Connection) -> None:
@@ -178,6 +180,11 @@ class Link:
                 pass
         conn.close()  # a query still running, or a failed rollback: start afresh next time
 
+    def _reason(self, exc: BaseException) -> str:
+        """``Type: message`` of a driver error, every secret of the connection string masked."""
+        text = self._secret.redact(str(exc).strip())
+        return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
     def close(self) -> None:
         """Close the connection; every later :meth:`run` raises."""
         with self.lock:
@@ -185,8 +192,3 @@ class Link:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
-
-
-def _reason(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -10,8 +10,11 @@ A store is named by a libpq connection string in either form:
 
 :func:`parse_target` splits the ``schema`` option off (libpq would refuse it), checks it,
 and builds the store's :attr:`~harness_postgres.store.PostgresStore.url`: always a
-``postgresql://`` URL, with every password replaced by ``***`` and the schema named when
-it is not the default.
+``postgresql://`` URL, with every credential masked by :class:`harness.core.MaskedURL`
+(user info, ``password``, ``sslpassword`` and the other secret keywords,
+case-insensitively) and the schema named when it is not the default. A connection string
+psycopg cannot parse is refused with psycopg's reason, its quoted tokens masked: the
+token it quotes can be the password itself.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import attrs
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
+from harness.core import MaskedURL
 from harness.errors import StoreResolutionError
 
 DEFAULT_SCHEMA = "harness"
@@ -35,7 +39,7 @@ SCHEMES: frozenset[str] = frozenset({"postgresql", "postgres"})
 """URL schemes this distribution answers (``resolve_store``)."""
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
-_MASK = "***"
+_QUOTED = re.compile(r'"[^"]*"')
 
 
 @attrs.frozen
@@ -81,16 +85,13 @@ def _is_url(dsn: str) -> bool:
 
 
 def mask_password(dsn: str) -> str:
-    """``dsn`` with any password replaced by ``***`` (best effort for strings that do not parse)."""
-    if _is_url(dsn):
-        parts = urlsplit(dsn)
-        userinfo, at, hosts = parts.netloc.rpartition("@")
-        if at and ":" in userinfo:
-            userinfo = userinfo.split(":", 1)[0] + ":" + _MASK
-        netloc = f"{userinfo}@{hosts}" if at else hosts
-        query = re.sub(r"(?i)(^|&)(password=)[^&]*", rf"\g<1>\g<2>{_MASK}", parts.query)
-        return _unsplit(parts.scheme, netloc, parts.path, query)
-    return re.sub(r"(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S*)", rf"\g<1>{_MASK}", dsn)
+    """``dsn`` with every credential masked (see :class:`harness.core.MaskedURL`)."""
+    return MaskedURL(dsn).masked
+
+
+def _parse_failure(exc: psycopg.Error, secret: MaskedURL) -> str:
+    """Psycopg's reason a string did not parse, with every quoted token and known secret masked."""
+    return _QUOTED.sub('"***"', secret.redact(str(exc).strip()))
 
 
 def parse_target(dsn: str, schema: str | None = None) -> Target:
@@ -110,7 +111,8 @@ def parse_target(dsn: str, schema: str | None = None) -> Target:
     if schema is not None:
         check_schema_name(schema)
     text = dsn.strip()
-    shown = mask_password(text)
+    secret = MaskedURL(text)
+    shown = secret.masked
     from_url: str | None = None
     conninfo = text
     if _is_url(text):
@@ -135,7 +137,9 @@ def parse_target(dsn: str, schema: str | None = None) -> Target:
     try:
         params = conninfo_to_dict(conninfo)
     except psycopg.Error as exc:
-        raise StoreResolutionError(shown, f"not a PostgreSQL connection string: {exc}") from None
+        raise StoreResolutionError(
+            shown, f"not a PostgreSQL connection string: {_parse_failure(exc, secret)}"
+        ) from None
     return Target(conninfo=conninfo, schema=chosen, url=_display_url(params, chosen))
 
 
@@ -143,8 +147,7 @@ def _display_url(params: Mapping[str, object], schema: str) -> str:
     """A ``postgresql://`` URL for ``params`` (libpq's keywords), password masked."""
     values = {key: str(value) for key, value in params.items() if value is not None}
     user = values.pop("user", None)
-    if values.pop("password", None) is not None:
-        values["password"] = _MASK
+    password = values.pop("password", None)
     host = values.pop("host", None)
     port = values.pop("port", None)
     dbname = values.pop("dbname", None)
@@ -160,10 +163,11 @@ def _display_url(params: Mapping[str, object], schema: str) -> str:
     if port is not None:
         values["port"] = port
     if user is not None:
-        secret = values.pop("password", None)
-        netloc = quote(user, safe="") + (f":{secret}" if secret else "") + "@" + netloc
+        netloc = quote(user, safe="") + (":***" if password else "") + "@" + netloc
+    elif password:
+        values["password"] = "***"
     path = "/" + quote(dbname, safe="") if dbname is not None else ""
     if schema != DEFAULT_SCHEMA:
         values["schema"] = schema
     query = urlencode(sorted(values.items()), safe="*/", quote_via=quote)
-    return _unsplit("postgresql", netloc, path, query)
+    return MaskedURL(_unsplit("postgresql", netloc, path, query)).masked

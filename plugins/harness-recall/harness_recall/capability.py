@@ -99,7 +99,7 @@ class Recall(Capability):
             return None
         known = self._references
         for index, references in enumerate(known):
-            if references.session is session and references.reader.store is session.store:
+            if references.session is session and references.reader.source is session.store:
                 if index:
                     known.insert(0, known.pop(index))
                 return references

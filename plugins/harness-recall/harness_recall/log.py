@@ -3,6 +3,12 @@
 The log is read through the session's store (:meth:`SessionStore.read_log
 <harness.session.SessionStore.read_log>`), never through the view: what a capability
 cleared, superseded or summarized is still there, exactly as it was first written.
+
+The reader needs a synchronous store. A session whose store is asynchronous only (a run
+inside a Temporal workflow, whose store operations are activities) gets references by log
+position and call id, without reading the log (:meth:`LogReader.message` answers
+``None``); the ``recall`` tool itself runs on a worker, where the store is the worker's own
+synchronous one.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ __all__ = ["LogReader"]
 
 import json
 from collections.abc import Iterator
+from typing import cast
 
 from harness import (
     CanonicalMessage,
@@ -21,7 +28,7 @@ from harness import (
     WireFormatError,
     load_messages,
 )
-from harness.session import LogEntry, SessionStore
+from harness.session import LogEntry, SessionStore, is_async_store
 
 _CHUNK = 128  # log messages read at once when scanning
 
@@ -38,10 +45,14 @@ class LogReader:
     """
 
     def __init__(self, session: Session, *, cache_size: int = 64) -> None:
-        if session.store is None:
+        store = session.store
+        if store is None:
             raise ValueError(f"session {session.session_id} has no store, so it keeps no log")
         self.session = session
-        self.store: SessionStore = session.store
+        self.source = store
+        """The session's store, as given (synchronous or not)."""
+        self.store: SessionStore | None = None if is_async_store(store) else cast(SessionStore, store)
+        """The synchronous store read from (``None``: the store is asynchronous only)."""
         self._cache: dict[int, CanonicalMessage] = {}
         self._cache_size = cache_size
 
@@ -50,9 +61,21 @@ class LogReader:
         """The session whose log is read."""
         return self.session.session_id
 
+    def sync_store(self) -> SessionStore:
+        """The synchronous store read from.
+
+        Raises:
+            ToolRetry: The session's store is asynchronous only.
+        """
+        if self.store is None:
+            raise ToolRetry(
+                "this session's log is in an asynchronous store that cannot be read from here", hint=False
+            )
+        return self.store
+
     def log_length(self) -> int:
         """Messages written to the log so far (the next seq)."""
-        return self.store.head(self.session_id).log_length
+        return self.sync_store().head(self.session_id).log_length
 
     def _decode(self, entry: LogEntry) -> CanonicalMessage:
         cached = self._cache.get(entry.seq)
@@ -72,6 +95,8 @@ class LogReader:
         cached = self._cache.get(seq)
         if cached is not None:
             return cached
+        if self.store is None:
+            return None
         entries = self.store.read_log(self.session_id, seq, seq + 1)
         return self._decode(entries[0]) if entries else None
 
@@ -80,13 +105,13 @@ class LogReader:
         at = start
         while at <= stop:
             end = min(at + _CHUNK, stop + 1)
-            for entry in self.store.read_log(self.session_id, at, end):
+            for entry in self.sync_store().read_log(self.session_id, at, end):
                 yield entry.seq, self._decode(entry)
             at = end
 
     def missing(self, seq: int) -> str:
         """Why log message ``seq`` cannot be read, for the model."""
-        head = self.store.head(self.session_id)
+        head = self.sync_store().head(self.session_id)
         if seq >= head.log_length:
             last = f"r0 to r{head.log_length - 1}" if head.log_length else "nothing yet"
             return f"r{seq} is not in this session's log (it holds {head.log_length} messages: {last})"
@@ -104,7 +129,7 @@ class LogReader:
         retry: tuple[int, int] | None = None
         while at > 0:
             start = max(at - _CHUNK, 0)
-            for entry in reversed(self.store.read_log(self.session_id, start, at)):
+            for entry in reversed(self.sync_store().read_log(self.session_id, start, at)):
                 if needle not in entry.body:
                     continue
                 message = self._decode(entry)

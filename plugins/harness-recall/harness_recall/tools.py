@@ -155,7 +155,7 @@ def search_log(session: Session | None, query: str, limit: int, *, max_results: 
         raise ToolRetry(f"limit must be at least 1, got {limit}")
     limit = min(limit, max_results)
     # Earlier recall answers match too; ask for more so that skipping them still fills the list.
-    hits = reader.store.search(query, session_id=reader.session_id, limit=2 * limit + 2)
+    hits = reader.sync_store().search(query, session_id=reader.session_id, limit=2 * limit + 2)
     found: list[str] = []
     for hit in hits:
         located = _part_of_hit(reader, hit.seq, words)

@@ -24,7 +24,7 @@ from harness import (
     compact_sync,
 )
 from harness.history import check_invariants
-from harness.stores import open_store
+from harness.stores import SqliteStore, open_store
 from harness.testing import assert_no_split_tool_pairs, assert_request_kept, assert_transformation_safe
 from harness.testing.strategies import histories
 
@@ -55,6 +55,8 @@ def test_references_never_split_a_call_from_its_result_and_name_the_original(
         ClearToolResults(max_messages=1, keep_pairs=keep_pairs, clear_tool_inputs=inputs),
     ]
     after, session = run(messages, stack)
+    store = session.store
+    assert isinstance(store, SqliteStore)
     try:
         assert check_invariants(after) == []
         assert_transformation_safe(messages, after)
@@ -81,7 +83,7 @@ def test_references_never_split_a_call_from_its_result_and_name_the_original(
                 assert answer.split("\n", 1)[1] == part_text(originals[type(part), part.tool_call_id])
         event(f"placeholders with a reference: {min(named, 3)}{'+' if named >= 3 else ''}")
     finally:
-        session.store.close()  # pyright: ignore[reportOptionalMemberAccess]
+        store.close()
 
 
 @settings(max_examples=40, deadline=None)
@@ -92,6 +94,8 @@ def test_a_summary_keeps_pairs_and_its_range_reads_back(messages: list[Canonical
         SummarizingCompaction(keep_messages=keep, summarizer="digest"),
     ]
     after, session = run(messages, stack)
+    store = session.store
+    assert isinstance(store, SqliteStore)
     try:
         assert check_invariants(after) == []
         assert_no_split_tool_pairs(messages, after)
@@ -104,4 +108,4 @@ def test_a_summary_keeps_pairs_and_its_range_reads_back(messages: list[Canonical
             assert match is not None, header
             assert read_reference(session, match.group(1), max_chars=500).startswith(match.group(1))
     finally:
-        session.store.close()  # pyright: ignore[reportOptionalMemberAccess]
+        store.close()

@@ -1,8 +1,17 @@
-"""The activities of a harness run: the session snapshot, model requests and tool calls.
+"""The activities of a harness run: the session snapshot, store operations, model requests and tool calls.
 
 They run in any worker process. The agent is built there with
 :func:`harness.config.load_agent` from the reference the run names (once per process, and
-its fingerprint checked against the run's), and the store is opened from the run's URL.
+its fingerprint checked against the run's). The store is the one the run's
+:class:`~harness.durable.StoreReference` names, resolved with the worker's own
+:class:`~harness.durable.StoreDirectory` (its ``--store NAME=URL`` options and
+``HARNESS_STORE``), so no activity input ever holds a credential; it is opened once per
+process and every operation on it runs on a thread, never on the worker's event loop.
+
+A store activity (a local activity, see :mod:`harness_temporal.store`) commits one
+checkpoint of the run, or reads for it. A commit the store already holds (the activity ran
+before, and its worker died before Temporal recorded it) returns its revision instead of
+failing.
 
 A model-request activity receives only the request's **delta**. It rebuilds the request's
 view from the previous one, which it keeps per run (a small per-process cache: run key ->
@@ -10,12 +19,18 @@ the last request's index and view). A worker that has not seen the run before (a
 worker, or the request was retried elsewhere) reads the view from the session store
 instead: the run checkpoints the session before every request, so the stored head at the
 unit's revision *is* the request's view (another revision raises a typed, non-retryable
-``StaleViewError``).
+``StaleViewError``). A request for another model than the agent's (a fallback model, a
+summarizer's own) finds it by name among the models the agent holds
+(:func:`harness.durable.known_models`), else resolves the name as a model string.
 
-A tool activity runs the tool once per attempt. A transient failure of an idempotent tool
-raises a retryable ``ApplicationError`` (Temporal retries it with the run's retry policy);
-deterministic failures and ``ToolRetry`` become outcomes. Both heartbeat while they run,
-so a worker that dies is noticed after the heartbeat timeout.
+A tool activity runs the tool once per attempt, with the context of
+:func:`harness.tools.remote_context`: the fields that cross the boundary, and a typed
+error for those that do not. A transient failure of an idempotent tool raises a retryable
+``ApplicationError`` (Temporal retries it with the run's retry policy); deterministic
+failures and ``ToolRetry`` become outcomes. Both heartbeat while they run, so a worker that
+dies is noticed after the heartbeat timeout. A harness error (a model's
+``ModelAuthenticationError``) fails the activity carrying the error as JSON, and the
+workflow raises it as itself (:mod:`harness_temporal.failures`).
 """
 
 from __future__ import annotations
@@ -26,21 +41,48 @@ import asyncio
 import contextlib
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Callable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from harness.config import load_agent
-from harness.core import NON_RETRYABLE, CanonicalMessage, ToolOutcome
-from harness.durable import snapshot_session
-from harness.errors import AgentLoadError, SessionNotFoundError, ToolArgumentsError, ToolRetry
-from harness.run import agent_fingerprint, tool_content
-from harness.session import Session
-from harness.tools import RunContext
+from harness.core import NON_RETRYABLE, CanonicalMessage, MaskedURL, Model, ToolOutcome
+from harness.durable import (
+    StoreDirectory,
+    StoreReference,
+    agent_fingerprint,
+    already_applied,
+    checkpoint_from_json,
+    edits_to_json,
+    head_to_json,
+    hits_to_json,
+    known_models,
+    log_to_json,
+    snapshot_session,
+    store_reference,
+    stored_to_json,
+)
+from harness.errors import (
+    AgentLoadError,
+    HarnessError,
+    SessionConflictError,
+    SessionNotFoundError,
+    StoreCredentialsError,
+    StoreResolutionError,
+    ToolArgumentsError,
+    ToolRetry,
+    WorkflowIncompatibleError,
+)
+from harness.models import resolve_model
+from harness.run import tool_content
+from harness.session import Session, SessionHead
+from harness.tools import remote_context
+from harness_temporal.failures import application_error
 from harness_temporal.units import (
     ACTIVITY_MODEL,
     ACTIVITY_SNAPSHOT,
+    ACTIVITY_STORE,
     ACTIVITY_TOOL,
     decode_messages,
     decode_parts,
@@ -55,17 +97,14 @@ if TYPE_CHECKING:
     from harness.run import Agent
     from harness.session import SessionStore
 
+_T = TypeVar("_T")
 
-def open_run_store(url: str) -> SessionStore:
+
+def open_run_store(url: str | MaskedURL) -> SessionStore:
     """Open a run's store: the built-in schemes, or one an installed plugin answers (``postgresql:``)."""
-    from harness.hooks import PluginManager
-    from harness.stores import open_store
+    from harness import open_store
 
-    if url.startswith(("sqlite:", "file:")):
-        return open_store(url)
-    manager = PluginManager()
-    manager.load_entrypoint_plugins()
-    return open_store(url, plugin_manager=manager)
+    return open_store(url.reveal() if isinstance(url, MaskedURL) else url)
 
 
 def _fail(kind: str, message: str, *details: Any) -> ApplicationError:
@@ -99,11 +138,13 @@ class HarnessActivities:
     """The activity implementations, with this process's caches (agents, stores, views).
 
     Args:
+        stores: The stores runs name by reference (default: ``HARNESS_STORE`` only).
         max_runs: How many runs' last request views to keep (least recently used dropped).
     """
 
-    def __init__(self, *, max_runs: int = 256) -> None:
+    def __init__(self, *, stores: StoreDirectory | None = None, max_runs: int = 256) -> None:
         self.max_runs = max_runs
+        self.stores = stores if stores is not None else StoreDirectory.from_options()
         self._agents: dict[str, tuple[Agent, str]] = {}
         self._stores: dict[str, SessionStore] = {}
         self._views: OrderedDict[str, tuple[int, list[CanonicalMessage]]] = OrderedDict()
@@ -113,7 +154,7 @@ class HarnessActivities:
     @property
     def activities(self) -> Sequence[Callable[..., Any]]:
         """The activities to register on a worker."""
-        return [self.snapshot, self.model_request, self.tool_call]
+        return [self.snapshot, self.store_operation, self.model_request, self.tool_call]
 
     def agent(self, reference: str, digest: str | None = None) -> Agent:
         """The agent ``reference`` names (built once per process), checked against ``digest``.
@@ -139,12 +180,29 @@ class HarnessActivities:
             )
         return agent
 
-    def store(self, url: str) -> SessionStore:
-        """The store at ``url`` (opened once per process)."""
-        store = self._stores.get(url)
+    def store(self, reference: object) -> SessionStore:
+        """The store a run's reference names, resolved with :attr:`stores`, opened once per process.
+
+        ``reference`` is a :class:`~harness.durable.StoreReference`, its JSON, or a URL.
+
+        Raises:
+            ApplicationError: ``StoreResolutionError`` (non-retryable) when the worker knows no
+                such store.
+        """
+        try:
+            if isinstance(reference, str):
+                url = self.stores.resolve(store_reference(reference))
+            elif isinstance(reference, StoreReference):
+                url = self.stores.resolve(reference)
+            else:
+                url = self.stores.resolve(StoreReference.from_json(reference))
+        except (StoreResolutionError, WorkflowIncompatibleError, StoreCredentialsError) as exc:
+            raise application_error(exc) from exc
+        key = url.reveal()
+        store = self._stores.get(key)
         if store is None:
             store = open_run_store(url)
-            self._stores[url] = store
+            self._stores[key] = store
         return store
 
     def close(self) -> None:
@@ -158,7 +216,19 @@ class HarnessActivities:
     @activity.defn(name=ACTIVITY_SNAPSHOT)
     async def snapshot(self, data: dict[str, Any]) -> str | None:
         """The session as it is now (``None``: new), journaled once as the run's starting point."""
-        return snapshot_session(self.store(data["store"]), data["session"])
+        store = self.store(data["store"])
+        return await _off_loop(snapshot_session, store, data["session"])
+
+    @activity.defn(name=ACTIVITY_STORE)
+    async def store_operation(self, data: dict[str, Any]) -> dict[str, Any]:
+        """One store operation of a run, on a thread: ``{"value": ...}`` (see :mod:`harness_temporal.store`).
+
+        Raises:
+            ApplicationError: The harness error the store raised (``SessionConflictError``...),
+                carried as JSON.
+        """
+        store = self.store(data["store"])
+        return {"value": await _off_loop(_store_operation, store, data)}
 
     def _view(self, run: str, data: dict[str, Any]) -> list[CanonicalMessage]:
         """This request's view: the cached previous view plus the delta, or the stored view."""
@@ -194,29 +264,38 @@ class HarnessActivities:
         # Temporal never recorded (its worker died) has the same messages at other times.
         return [*view[:keep], *added]
 
+    def _model(self, agent: Agent, name: object) -> Model:
+        """The model a unit names: the agent's, one the agent holds, or a model string.
+
+        Raises:
+            ApplicationError: ``ModelResolutionError`` (non-retryable): no such model here.
+        """
+        if name is None or name == agent.model.model_name:
+            return agent.model
+        found = known_models(agent).get(str(name))
+        if found is not None:
+            return found
+        try:
+            return resolve_model(str(name), plugin_manager=agent.plugin_manager)
+        except HarnessError as exc:
+            raise application_error(exc) from exc
+
     @activity.defn(name=ACTIVITY_MODEL)
     async def model_request(self, data: dict[str, Any]) -> dict[str, Any]:
         """Send one model request; return the response's wire JSON."""
         run = activity.info().workflow_id or ""
         agent = self.agent(data["agent"], data["fp"])
-        model = agent.model
-        wanted = data.get("model")
-        if wanted is not None and wanted != model.model_name:
-            raise _fail(
-                "UnsupportedModelError",
-                f"a capability asked model {wanted!r}, this worker's agent has {model.model_name!r}: "
-                "harness-temporal calls capabilities' models through the agent's model only",
-            )
+        model = self._model(agent, data.get("model"))
         settings = decode_settings(data["settings"])
         if data["purpose"] == "capability":
             messages = decode_messages(data["messages"])
             tools = decode_tools(data["tools"])
-            async with _heartbeating():
+            async with _heartbeating(), _carried_errors():
                 response = await model.request(messages, tools, settings)
             return encode_message(response)
         view = self._view(run, data)
         outgoing = _outgoing(view, decode_parts(data["system"]), decode_parts(data["scoped"]))
-        async with _heartbeating():
+        async with _heartbeating(), _carried_errors():
             response = await model.request(outgoing, agent.run_settings.tool_definitions, settings)
         self._views[run] = (data["index"], view)
         self._views.move_to_end(run)
@@ -237,9 +316,11 @@ class HarnessActivities:
         tool = agent.run_settings.tools.get(name)
         if tool is None:
             raise _fail("UnknownToolError", f"this worker's agent has no tool {name!r}")
-        ctx = RunContext(
+        ctx = remote_context(
+            engine="harness-temporal",
             model=agent.model,
-            session=Session(session_id=data["session"]),
+            session_id=data["session"],
+            store=self.store(data["store"]),
             tool_call_id=data["id"],
             tool_name=name,
             retry=data["retry"],
@@ -255,7 +336,7 @@ class HarnessActivities:
         except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
             raise
         except NON_RETRYABLE as exc:
-            raise _fail(type(exc).__name__, f"{type(exc).__name__}: {exc}") from exc
+            raise application_error(exc) from exc
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             transient = tool.is_transient(exc)
@@ -263,6 +344,57 @@ class HarnessActivities:
                 raise ApplicationError(error, type="TransientToolError") from exc
             return ToolOutcome("failed", error=error, transient=transient, attempts=attempt).to_json()
         return ToolOutcome("returned", content=content, attempts=attempt).to_json()
+
+
+async def _off_loop(function: Callable[..., _T], *args: Any) -> _T:
+    """``function(*args)`` on a thread: a store never blocks the worker's event loop."""
+    return await asyncio.to_thread(function, *args)
+
+
+def _store_operation(store: SessionStore, data: dict[str, Any]) -> Any:
+    """One store operation of :meth:`HarnessActivities.store_operation` (runs on a thread)."""
+    op: str = data["op"]
+    try:
+        if op == "commit":
+            checkpoint = checkpoint_from_json(data["checkpoint"], store.url)
+            try:
+                stored: SessionHead | None = store.head(checkpoint.head.session_id)
+            except SessionNotFoundError:
+                stored = None
+            if already_applied(stored, checkpoint, data["run"], int(data["commit"])):
+                return {"revision": checkpoint.head.revision, "skipped": True}
+            return {"revision": store.commit(checkpoint), "skipped": False}
+        session: str = data["session"]
+        if op == "load":
+            return stored_to_json(store.load(session))
+        if op == "head":
+            return head_to_json(store.head(session))
+        if op == "read_log":
+            return log_to_json(store.read_log(session, int(data["start"]), data["stop"]))
+        if op == "edits":
+            return edits_to_json(store.edits(session))
+        if op == "search":
+            return hits_to_json(
+                store.search(data["query"], session_id=data["session"], limit=int(data["limit"]))
+            )
+    except HarnessError as exc:
+        retryable = not isinstance(exc, SessionConflictError | SessionNotFoundError)
+        raise application_error(exc, non_retryable=not retryable) from exc
+    raise _fail("UnknownStoreOperation", f"this worker knows no store operation {op!r}")
+
+
+@contextlib.asynccontextmanager
+async def _carried_errors() -> AsyncGenerator[None]:
+    """A harness error leaves the activity as an ``ApplicationError`` carrying it.
+
+    Non-retryable: the model layer retried transient errors already.
+    """
+    try:
+        yield
+    except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
+        raise
+    except HarnessError as exc:
+        raise application_error(exc) from exc
 
 
 def _timeless(messages: Sequence[CanonicalMessage]) -> list[Any]:

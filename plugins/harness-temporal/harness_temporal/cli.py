@@ -25,7 +25,11 @@ import click
     help="An agent this worker runs, loaded at start so a bad reference fails now (repeatable).",
 )
 @click.option(
-    "--store", "stores", multiple=True, metavar="URL", help="A session store to open at start (repeatable)."
+    "--store",
+    "stores",
+    multiple=True,
+    metavar="[NAME=]URL",
+    help="A session store runs may name (@NAME), or the default store; opened at start (repeatable).",
 )
 @click.option(
     "--sticky-timeout",
@@ -44,8 +48,10 @@ def worker(
 ) -> None:
     """Run a Temporal worker for harness runs until SIGINT or SIGTERM.
 
-    Each run names its agent and store; the worker builds the agent with
-    harness.config.load_agent and opens the store (every worker must reach the same one).
+    Each run names its agent and its store, by reference: @NAME for a store given here as
+    --store NAME=URL, or a URL without credentials (matched against these, else opened with
+    the credentials of the environment, PGPASSWORD or ~/.pgpass). The worker builds the agent
+    with harness.config.load_agent and opens the store (every worker must reach the same one).
     """
     from harness_temporal.engine import run_worker
 

@@ -2,20 +2,23 @@
 
 ::
 
-    engine = TemporalEngine("127.0.0.1:7233", store_url="postgresql://...", agent="myapp.agents:build")
+    engine = TemporalEngine("127.0.0.1:7233", store_url="@app", agent="myapp.agents:build")
     handle = await engine.start("Fix the failing test.")
-    result = await handle.result()          # a TemporalRunResult; the session is in the store
+    result = await handle.result()          # a harness.durable.RunSummary; the session is in the store
 
-    # in each worker process (or: python -m harness_temporal worker --address ... --agent ...)
-    await run_worker("127.0.0.1:7233", task_queue="harness")
+    # in each worker process (or: python -m harness_temporal worker --store app=URL --agent ...)
+    await run_worker("127.0.0.1:7233", task_queue="harness", stores=["app=postgresql://app:secret@db/agents"])
 
 The starting process builds the agent once to take its fingerprint (the workers refuse the
-run if theirs differs). Every worker must reach the same session store.
+run if theirs differs). Every worker must reach the same session store. The run names it by
+reference (``"@app"``, or a URL without credentials): a URL with a password is refused,
+because Temporal would keep it in the run's history, its UI and every export.
 """
 
 from __future__ import annotations
 
 __all__ = ["RunHandle", "TemporalEngine", "TemporalRunResult", "create_worker", "run_worker"]
+
 
 import asyncio
 import contextlib
@@ -24,10 +27,9 @@ import re
 import signal
 import uuid
 from collections.abc import Iterable, Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-import attrs
 from google.protobuf.message import Message
 from temporalio.api.common.v1 import Payload, WorkflowExecution
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
@@ -36,37 +38,17 @@ from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
 from harness.config import load_agent
+from harness.durable import RunSpec as DurableRunSpec
+from harness.durable import RunSummary, StoreDirectory, StoreReference, agent_fingerprint, store_reference
 from harness.errors import WorkflowIncompatibleError
-from harness.run import agent_fingerprint
 from harness_temporal.activities import HarnessActivities
 from harness_temporal.errors import TemporalRunError
+from harness_temporal.failures import rebuild
 from harness_temporal.units import WORKFLOW_NAME, ActivityOptions, RunSpec
 from harness_temporal.workflow import HarnessRun
 
-
-@attrs.frozen
-class TemporalRunResult:
-    """What a finished run returns (its session is in the store).
-
-    Attributes:
-        workflow_id: The run's workflow id (its run key).
-        session_id: The run's session.
-        output: The final response's text.
-        iterations: Model requests the run made.
-        messages: Messages in the final history.
-        revision: The session's store revision after the run.
-        skipped_commits: Checkpoints the last execution found already written (a resumed run).
-        usage: Request and response tokens.
-    """
-
-    workflow_id: str
-    session_id: str
-    output: str | None
-    iterations: int
-    messages: int
-    revision: int
-    skipped_commits: int
-    usage: dict[str, int]
+TemporalRunResult = RunSummary
+"""What a finished run returns: :class:`harness.durable.RunSummary` (its session is in the store)."""
 
 
 class RunHandle:
@@ -107,32 +89,15 @@ class RunHandle:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await waiting
         try:
-            data = cast("dict[str, Any]", waiting.result())
+            data = waiting.result()
         except WorkflowFailureError as exc:
             cause = exc.cause
             if isinstance(cause, ApplicationError):
-                if cause.type == "WorkflowIncompatibleError":
-                    details: list[Any] = list(cause.details)
-                    changed = tuple(str(c) for c in cast("list[Any]", details[0])) if details else ()
-                    raise WorkflowIncompatibleError(
-                        cause.message, run_id=self.workflow_id, changed=changed
-                    ) from exc
-                raise TemporalRunError(
-                    cause.message, kind=cause.type or "ApplicationError", run_id=self.workflow_id
-                ) from exc
+                raise rebuild(cause, run_id=self.workflow_id) from exc
             raise TemporalRunError(
                 str(cause or exc), kind=type(cause or exc).__name__, run_id=self.workflow_id
             ) from exc
-        return TemporalRunResult(
-            workflow_id=self.workflow_id,
-            session_id=data["session_id"],
-            output=data["output"],
-            iterations=data["iterations"],
-            messages=data["messages"],
-            revision=data["revision"],
-            skipped_commits=data["skipped_commits"],
-            usage=dict(data["usage"]),
-        )
+        return RunSummary.from_json(data)
 
     async def refusal(self) -> WorkflowIncompatibleError | None:
         """The error of a worker that refused to resume the run (its workflow task failed), if any."""
@@ -198,7 +163,11 @@ class TemporalEngine:
         namespace: The Temporal namespace.
         task_queue: The task queue the workers poll.
         store_url: The session store every worker opens (shared: SQLite on one machine,
-            PostgreSQL for many).
+            PostgreSQL for many): ``"@NAME"`` for a store the workers know by name (their
+            ``--store NAME=URL``), or a URL without credentials. A URL with a password is
+            refused (Temporal would keep it in every history), unless ``strip_credentials``.
+        strip_credentials: Journal a ``store_url`` that carries a password without it; the
+            workers supply it (their ``--store`` for the same URL, or ``PGPASSWORD``).
         agent: The agent reference (``"package.module:attribute"``) workers build.
         options: The activities' timeouts and retries.
     """
@@ -209,14 +178,17 @@ class TemporalEngine:
         *,
         namespace: str = "default",
         task_queue: str = "harness",
-        store_url: str,
+        store_url: str | StoreReference,
         agent: str,
         options: ActivityOptions | None = None,
+        strip_credentials: bool = False,
     ) -> None:
         self.address = address
         self.namespace = namespace
         self.task_queue = task_queue
-        self.store_url = store_url
+        self.store = store_reference(store_url, strip_credentials=strip_credentials)
+        self.store_url = str(self.store)
+        """The run's store as journaled: ``@NAME`` or the URL without credentials."""
         self.agent = agent
         self.options = options or ActivityOptions()
         self._client: Client | None = None
@@ -244,12 +216,15 @@ class TemporalEngine:
         """
         session = session_id or uuid.uuid4().hex
         spec = RunSpec(
-            agent=self.agent,
-            store=self.store_url,
-            session_id=session,
-            prompt=prompt,
-            fingerprint=self.fingerprint(),
-            working_directory=os.getcwd(),
+            run=DurableRunSpec(
+                agent=self.agent,
+                store=self.store,
+                session_id=session,
+                prompt=prompt,
+                fingerprint=self.fingerprint(),
+                started_at=datetime.now(UTC),
+                working_directory=os.getcwd(),
+            ),
             options=self.options,
         )
         client = await self.client()
@@ -309,17 +284,22 @@ async def run_worker(
     """Run a worker until SIGINT or SIGTERM.
 
     ``agents`` and ``stores`` are loaded and opened first, so a worker that cannot build
-    an agent or reach a store fails at start, not on its first run.
+    an agent or reach a store fails at start, not on its first run. ``stores`` are
+    ``"[NAME=]URL"`` strings (see :class:`harness.durable.StoreDirectory`): runs name them
+    by reference, and ``HARNESS_STORE`` adds the default one.
 
     Raises:
         AgentLoadError: An agent does not load.
         SessionStoreError: A store cannot be opened.
     """
-    activities = HarnessActivities()
+    directory = StoreDirectory.from_options(stores)
+    activities = HarnessActivities(stores=directory)
     for reference in agents:
         activities.agent(reference)
-    for url in stores:
-        activities.store(url)
+    for name in directory:
+        url = directory.url(name)
+        if url is not None:
+            activities.store(StoreReference.named(name))
     client = await Client.connect(address, namespace=namespace)
     worker = create_worker(
         client, task_queue=task_queue, activities=activities, sticky_timeout=sticky_timeout

@@ -4,8 +4,11 @@ Everything is in the project's wire format (:mod:`harness.wire` message JSON, pl
 objects), never pickle, so Temporal's workflow history holds our format and its size is
 what the run added:
 
-* the workflow input (:class:`RunSpec`): the agent reference, the store URL, the session
-  id, the prompt, the agent's fingerprint and the activity options (:class:`ActivityOptions`);
+* the workflow input (:class:`RunSpec`): the shared :class:`harness.durable.RunSpec` (the
+  agent reference, the store *by reference*, never a credential, the session id, the
+  prompt, the agent's fingerprint) and the activity options (:class:`ActivityOptions`);
+* each checkpoint of the session: the workflow never touches the store, a local activity
+  commits it (:data:`ACTIVITY_STORE`), so its input is what the step added;
 * a model-request activity's input: for the run's own requests only the **delta**
   (:class:`~harness.core.effects.RequestDelta`: the kept prefix length, the messages added,
   the system and request-scoped parts), never the whole history; a capability's call (the
@@ -19,6 +22,7 @@ from __future__ import annotations
 __all__ = [
     "ACTIVITY_MODEL",
     "ACTIVITY_SNAPSHOT",
+    "ACTIVITY_STORE",
     "ACTIVITY_TOOL",
     "ActivityOptions",
     "RunSpec",
@@ -45,6 +49,9 @@ from typing import Any, Final, cast
 import attrs
 
 from harness.core import CanonicalMessage, ModelSettings, Part, ToolDefinition
+from harness.durable import RunSpec as DurableRunSpec
+from harness.durable import StoreReference
+from harness.errors import WorkflowIncompatibleError
 from harness.wire import messages_from_jsonable, messages_to_jsonable
 
 WORKFLOW_NAME: Final = "HarnessRun"
@@ -55,6 +62,8 @@ ACTIVITY_MODEL: Final = "harness.model_request"
 """The activity of one model request (the run's, or a capability's)."""
 ACTIVITY_TOOL: Final = "harness.tool_call"
 """The activity of one tool call."""
+ACTIVITY_STORE: Final = "harness.store"
+"""The local activity of one store operation of the run (a checkpoint, or a read)."""
 
 
 def encode_messages(messages: Sequence[CanonicalMessage]) -> list[dict[str, Any]]:
@@ -158,6 +167,8 @@ class ActivityOptions:
         crash_attempts: Extra attempts of an idempotent tool call for dead workers (its
             transient failures get the tool's own ``tool_max_retries``).
         snapshot_timeout: ``start_to_close_timeout`` of the snapshot activity.
+        store_timeout: ``start_to_close_timeout`` of one store operation (a checkpoint
+            waiting on another writer's lock waits on the worker, never in the workflow).
     """
 
     model_timeout: float = attrs.field(default=600.0, converter=_seconds)
@@ -166,6 +177,7 @@ class ActivityOptions:
     model_attempts: int = 3
     crash_attempts: int = 3
     snapshot_timeout: float = attrs.field(default=60.0, converter=_seconds)
+    store_timeout: float = attrs.field(default=60.0, converter=_seconds)
 
     def to_json(self) -> dict[str, Any]:
         """The options as a JSON object."""
@@ -179,50 +191,67 @@ class ActivityOptions:
 
 @attrs.frozen
 class RunSpec:
-    """A run's workflow input.
+    """A run's workflow input: the shared durable run spec and the activities' options.
 
     Attributes:
-        agent: The agent reference (``"package.module:attribute"``) workers build with
-            :func:`harness.config.load_agent`.
-        store: The session store URL (shared by every worker).
-        session_id: The run's session (new or existing).
-        prompt: The run's prompt (``None``: continue a pending request).
-        fingerprint: :func:`harness.durable.fingerprint.agent_fingerprint` of the agent when the run
-            was started.
-        working_directory: The new session's working directory (the starting process's).
+        run: What the run is (:class:`harness.durable.RunSpec`: the agent reference, the
+            store by reference, never a credential, the session, the prompt, the agent's
+            fingerprint, the start time and working directory).
         options: The activities' timeouts and retries.
     """
 
-    agent: str
-    store: str
-    session_id: str
-    prompt: str | None
-    fingerprint: dict[str, str]
-    working_directory: str
+    run: DurableRunSpec
     options: ActivityOptions = attrs.field(factory=ActivityOptions)
+
+    @property
+    def agent(self) -> str:
+        """The agent reference workers build with :func:`harness.config.load_agent`."""
+        return self.run.agent
+
+    @property
+    def store(self) -> StoreReference:
+        """The run's store, by reference."""
+        return self.run.store
+
+    @property
+    def session_id(self) -> str:
+        """The run's session (new or existing)."""
+        return self.run.session_id
+
+    @property
+    def prompt(self) -> str | None:
+        """The run's prompt (``None``: continue a pending request)."""
+        return self.run.prompt
+
+    @property
+    def fingerprint(self) -> Mapping[str, str]:
+        """The agent's fingerprint when the run was started."""
+        return self.run.fingerprint
+
+    @property
+    def working_directory(self) -> str:
+        """The new session's working directory (the starting process's)."""
+        return self.run.working_directory
 
     def to_json(self) -> dict[str, Any]:
         """The spec as a JSON object."""
-        return {
-            "agent": self.agent,
-            "store": self.store,
-            "session_id": self.session_id,
-            "prompt": self.prompt,
-            "fingerprint": dict(self.fingerprint),
-            "working_directory": self.working_directory,
-            "options": self.options.to_json(),
-        }
+        return {"run": self.run.to_json(), "options": self.options.to_json()}
 
     @classmethod
     def from_json(cls, data: object) -> RunSpec:
-        """A spec written by :meth:`to_json`."""
-        fields = cast("dict[str, Any]", data)
+        """A spec written by :meth:`to_json`.
+
+        Raises:
+            WorkflowIncompatibleError: Not a spec of this harness-temporal.
+        """
+        fields = cast("dict[str, Any]", data) if isinstance(data, dict) else {}
+        if "run" not in fields:
+            raise WorkflowIncompatibleError(
+                "the run was started by another harness-temporal (its input has no 'run' object); "
+                "finish it with the harness that started it",
+                changed=("workflow input",),
+            )
         return cls(
-            agent=fields["agent"],
-            store=fields["store"],
-            session_id=fields["session_id"],
-            prompt=fields.get("prompt"),
-            fingerprint=dict(fields["fingerprint"]),
-            working_directory=fields["working_directory"],
+            run=DurableRunSpec.from_json(fields["run"]),
             options=ActivityOptions.from_json(fields.get("options") or {}),
         )

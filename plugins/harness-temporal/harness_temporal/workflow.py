@@ -1,11 +1,25 @@
 """The harness run as a Temporal workflow: the orchestration in the workflow, every effect an activity.
 
 :class:`HarnessRun` builds the agent (:func:`harness.config.load_agent`), refuses a run
-whose agent changed since it started (:func:`harness.durable.fingerprint.check_fingerprint`:
-a non-retryable ``WorkflowIncompatibleError``), takes the session as it was when the run
+whose agent changed since it started (:func:`harness.durable.check_fingerprint`: a
+non-retryable ``WorkflowIncompatibleError``), takes the session as it was when the run
 began from its first activity (journaled once), and runs ``agent.run`` with
 :class:`TemporalEffects`: ``now()`` and ``new_id()`` are Temporal's replay-stable
 ``workflow.now()`` and ``workflow.uuid4()``, each model request and tool call an activity.
+
+The workflow never touches a store. Its session lives in an
+:class:`~harness_temporal.store.ActivityStore`: every checkpoint, and every read a
+capability makes, is a local activity on the worker, whose result the history records. A
+store waiting on a lock waits on the worker, never in workflow code (Temporal's deadlock
+detector), and a replay gets each write's result back without writing again. The run's
+input and every activity's input name the store by reference
+(:class:`harness.durable.StoreReference`), never by a credential.
+
+Errors keep their type across the boundaries (:mod:`harness_temporal.failures`): a model's
+``ModelRateLimitError`` raised in an activity is raised as itself in the workflow (so
+``harness-model-fallback`` falls back there, and the next model's request goes to the
+worker by name), and a run that fails raises the same type from
+:meth:`~harness_temporal.engine.RunHandle.result`.
 
 A worker whose agent differs from the run's refuses it. On a fresh start the workflow fails
 with a non-retryable ``WorkflowIncompatibleError``. On a resume (Temporal replays the
@@ -14,14 +28,9 @@ it: the failure is in the history, :meth:`~harness_temporal.engine.RunHandle.res
 :class:`~harness.errors.WorkflowIncompatibleError`, and the run stays as it was until a
 worker with the original agent resumes it (or someone cancels it).
 
-The workflow is **not sandboxed** (``sandboxed=False``). harness's orchestration is
-deterministic given its effects, but it reads and writes the session store synchronously
-at each checkpoint, and uses ``datetime``/``uuid`` defaults that Temporal's sandbox would
-refuse or re-import per run. The store is wrapped in
-:class:`~harness.durable.replay_safe.ReplaySafeStore`, so a replay writes nothing an earlier
-execution already wrote; and while Temporal replays or evicts the workflow, a commit that
-would write is refused (a cancelled run's clean-up must not write when it is only evicted
-from a worker's cache).
+The workflow is **not sandboxed** (``sandboxed=False``): harness's orchestration is
+deterministic given its effects, but uses ``datetime``/``uuid`` defaults that Temporal's
+sandbox would refuse or re-import per run.
 """
 
 from __future__ import annotations
@@ -38,12 +47,12 @@ from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 from harness.config import load_agent
 from harness.core import CanonicalMessage, ModelRequestUnit, ToolCallUnit, ToolOutcome
-from harness.durable import ReplaySafeStore
+from harness.durable import RunSummary, check_fingerprint, session_from_snapshot
 from harness.errors import AgentLoadError, WorkflowIncompatibleError
-from harness.run import check_fingerprint
-from harness.session import Checkpoint, Session
-from harness_temporal.activities import open_run_store
+from harness.session import Session, usage_to_mapping
 from harness_temporal.errors import TemporalRunError
+from harness_temporal.failures import application_error, rebuild
+from harness_temporal.store import ActivityStore
 from harness_temporal.units import (
     ACTIVITY_MODEL,
     ACTIVITY_SNAPSHOT,
@@ -59,37 +68,17 @@ from harness_temporal.units import (
 )
 
 
-class _ReplayWrite(BaseException):
-    """A commit that would write while Temporal replays or evicts the workflow (never done)."""
-
-
-class _WorkflowStore(ReplaySafeStore):
-    """A :class:`ReplaySafeStore` that never writes while the workflow is replaying or being evicted.
-
-    Outside the workflow's event loop (a run's coroutine closed when its worker exits)
-    ``workflow.unsafe.is_replaying()`` raises, so nothing is written then either.
-    """
-
-    def commit(self, checkpoint: Checkpoint) -> int:
-        if workflow.unsafe.is_replaying() and (self.live or not self._applied(checkpoint, self.commits + 1)):
-            raise _ReplayWrite(
-                f"run {self.run_key}: a commit would write while the workflow replays or is evicted"
-            )
-        return super().commit(checkpoint)
-
-
 def _timeout_kind(error: TemporalTimeoutError) -> str:
     return error.type.name.lower() if error.type is not None else "an activity"
 
 
 def _unit_error(exc: ActivityError, what: str) -> BaseException:
-    """The error a failed activity raises in the orchestration."""
+    """The error a failed activity raises in the orchestration: the harness error it carried."""
     cause = exc.cause
+    run_id = workflow.info().workflow_id
     if isinstance(cause, ApplicationError):
-        if cause.type == "WorkflowIncompatibleError":
-            return WorkflowIncompatibleError(cause.message, run_id=workflow.info().workflow_id)
-        return TemporalRunError(f"{what} failed: {cause.message}", kind=cause.type or "ApplicationError")
-    return TemporalRunError(f"{what} failed: {cause or exc}", kind=type(cause or exc).__name__)
+        return rebuild(cause, what=what, run_id=run_id)
+    return TemporalRunError(f"{what} failed: {cause or exc}", kind=type(cause or exc).__name__, run_id=run_id)
 
 
 class TemporalEffects:
@@ -121,7 +110,7 @@ class TemporalEffects:
         return {
             "agent": self.spec.agent,
             "fp": self.digest,
-            "store": self.spec.store,
+            "store": self.spec.store.to_json(),
             "session": session_id or self.spec.session_id,
         }
 
@@ -129,13 +118,13 @@ class TemporalEffects:
         """One ``harness.model_request`` activity: the delta in, the response out."""
         data = self._base(unit.session_id)
         data.update(index=unit.index, settings=encode_settings(unit.settings))
+        if unit.model.model_name != self.model_name:  # a fallback model, a summarizer's own model
+            data["model"] = unit.model.model_name
         delta = unit.delta
         if unit.purpose == "capability" or delta is None:
             data.update(
                 purpose="capability", messages=encode_messages(unit.messages), tools=encode_tools(unit.tools)
             )
-            if unit.model.model_name != self.model_name:
-                data["model"] = unit.model.model_name
         else:
             data.update(
                 purpose="request",
@@ -210,26 +199,16 @@ class TemporalEffects:
         return ToolOutcome.from_json(result)
 
 
-def _failure(exc: BaseException) -> ApplicationError:
-    if isinstance(exc, WorkflowIncompatibleError):
-        return ApplicationError(
-            str(exc), list(exc.changed), type="WorkflowIncompatibleError", non_retryable=True
-        )
-    if isinstance(exc, TemporalRunError):
-        return ApplicationError(str(exc), type=exc.kind, non_retryable=True)
-    return ApplicationError(f"{type(exc).__name__}: {exc}", type=type(exc).__name__, non_retryable=True)
-
-
 @workflow.defn(name=WORKFLOW_NAME, sandboxed=False)
 class HarnessRun:
     """One harness run (see the module)."""
 
     @workflow.run
     async def run(self, data: dict[str, Any]) -> dict[str, Any]:
-        """Run the agent on the session; return a JSON summary of the result."""
-        spec = RunSpec.from_json(data)
+        """Run the agent on the session; return the run's :class:`harness.durable.RunSummary` as JSON."""
         info = workflow.info()
         try:
+            spec = RunSpec.from_json(data)
             agent = load_agent(spec.agent)
             check_fingerprint(spec.fingerprint, agent, run_id=info.workflow_id)
         except (AgentLoadError, WorkflowIncompatibleError) as exc:
@@ -239,46 +218,40 @@ class HarnessRun:
                 # in the history, seen by RunHandle.result()) and the run waits, untouched, for a
                 # worker with the agent it started with.
                 raise
-            raise _failure(exc) from exc
+            raise application_error(exc) from exc
         snapshot: str | None = await workflow.execute_activity(
             ACTIVITY_SNAPSHOT,
-            {"store": spec.store, "session": spec.session_id},
+            {"store": spec.store.to_json(), "session": spec.session_id},
             result_type=str,
             start_to_close_timeout=timedelta(seconds=spec.options.snapshot_timeout),
             summary="session snapshot",
         )
-        store = open_run_store(spec.store)
+        store = ActivityStore(spec, info.workflow_id)
+        if snapshot is not None:
+            session = session_from_snapshot(store, snapshot, source=f"workflow {info.workflow_id}")
+        else:
+            started = info.start_time
+            session = Session.create(
+                store=store,
+                session_id=spec.session_id,
+                created_at=started,
+                last_modified=started,
+                working_directory=spec.working_directory,
+            )
         try:
-            guarded = _WorkflowStore(store, info.workflow_id)
-            if snapshot is not None:
-                session = guarded.session_from_snapshot(snapshot, source=f"workflow {info.workflow_id}")
-            else:
-                started = info.start_time
-                session = Session.create(
-                    store=guarded,
-                    session_id=spec.session_id,
-                    created_at=started,
-                    last_modified=started,
-                    working_directory=spec.working_directory,
-                )
-            try:
-                result = await agent.run(
-                    spec.prompt, session, effects=TemporalEffects(spec, agent.model.model_name)
-                )
-            except Exception as exc:
-                raise _failure(exc) from exc
-            return {
-                "session_id": result.session.session_id,
-                "output": result.output,
-                "iterations": result.iterations,
-                "messages": len(result.all_messages),
-                "new_messages": len(result.new_messages),
-                "revision": result.session.revision,
-                "skipped_commits": guarded.skipped,
-                "usage": {
-                    "request_tokens": result.usage.request_tokens,
-                    "response_tokens": result.usage.response_tokens,
-                },
-            }
-        finally:
-            store.close()
+            result = await agent.run(
+                spec.prompt, session, effects=TemporalEffects(spec, agent.model.model_name)
+            )
+        except Exception as exc:
+            raise application_error(exc) from exc
+        summary = RunSummary(
+            run_id=info.workflow_id,
+            session_id=result.session.session_id,
+            output=result.output,
+            revision=result.session.revision,
+            iterations=result.iterations,
+            messages=len(result.all_messages),
+            usage=usage_to_mapping(result.usage),
+            skipped_commits=store.skipped,
+        )
+        return summary.to_json()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
+import pytest
 from click.testing import CliRunner
 from harness_temporal.cli import main, worker
 from harness_temporal.resolver import resolve_engine
@@ -23,6 +25,9 @@ from harness_temporal.units import (
 
 from harness.core.messages import CanonicalMessage, SystemPromptPart, TextPart, ToolCallPart, UserPromptPart
 from harness.core.model import ModelSettings, ToolDefinition
+from harness.durable import RunSpec as DurableRunSpec
+from harness.durable import StoreReference
+from harness.errors import WorkflowIncompatibleError
 
 
 def test_messages_parts_settings_and_tools_round_trip_through_json() -> None:
@@ -41,15 +46,31 @@ def test_messages_parts_settings_and_tools_round_trip_through_json() -> None:
 
 def test_run_spec_round_trips_and_the_digest_follows_the_fingerprint() -> None:
     spec = RunSpec(
-        agent="pkg.mod:agent",
-        store="sqlite:///x.db",
-        session_id="s1",
-        prompt="hi",
-        fingerprint={"model": "a", "tools": "b"},
-        working_directory="/w",
+        run=DurableRunSpec(
+            agent="pkg.mod:agent",
+            store=StoreReference.named("app"),
+            session_id="s1",
+            prompt="hi",
+            fingerprint={"model": "a", "tools": "b"},
+            started_at=datetime(2026, 12, 7, tzinfo=UTC),
+            working_directory="/w",
+        ),
         options=ActivityOptions(heartbeat=2, model_attempts=5),
     )
     assert RunSpec.from_json(json.loads(json.dumps(spec.to_json()))) == spec
+    assert spec.store == StoreReference.named("app")
+
+
+def test_a_spec_of_an_older_harness_temporal_is_refused_with_a_typed_error() -> None:
+    old: dict[str, object] = {
+        "agent": "a",
+        "store": "sqlite:///x.db",
+        "session_id": "s",
+        "fingerprint": {},
+        "working_directory": "/",
+    }
+    with pytest.raises(WorkflowIncompatibleError, match="another harness-temporal"):
+        RunSpec.from_json(old)
     assert fingerprint_digest({"model": "a", "tools": "b"}) == fingerprint_digest(
         {"tools": "b", "model": "a"}
     )
