@@ -24,7 +24,6 @@ from __future__ import annotations
 
 __all__ = ["PluginManager"]
 
-import inspect
 import logging
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Final, Literal
@@ -52,8 +51,9 @@ from harness.hooks.entrypoints import (
     registration_error,
     select_entry_points,
 )
-from harness.hooks.middleware import WRAPPER_HOOKS, Middleware
+from harness.hooks.middleware import Middleware
 from harness.hooks.ordering import UNREGISTERED, capability_name, order_capabilities, order_hookimpls
+from harness.hooks.pluggy_manager import PluggyManager
 from harness.hooks.stacks import installed_capability_classes, resolve_capabilities
 from harness.hooks.tracing import Trace, TraceSinks, tracing_requested
 from harness.hooks.validation import plugin_problem
@@ -74,27 +74,6 @@ _SPEC_NAMES: Final = frozenset(
 )
 
 
-class _PluggyManager(pluggy.PluginManager):
-    """pluggy's manager, accepting async-generator wrappers of the middleware hooks.
-
-    pluggy drives wrappers itself and so accepts only generator functions as
-    ``wrapper=True``; harness drives the middleware hooks' wrappers itself
-    (:mod:`harness.hooks.middleware`) and awaits async-generator ones. Every other check of
-    pluggy's still runs on them (the hook exists, the arguments are the spec's).
-    """
-
-    def _verify_hook(self, hook: pluggy.HookCaller, hookimpl: pluggy.HookImpl) -> None:
-        if hookimpl.wrapper and hook.name in WRAPPER_HOOKS and inspect.isasyncgenfunction(hookimpl.function):
-            # pluggy's checks of a plain implementation, then the flag restored (a slot, typed Final).
-            setattr(hookimpl, "wrapper", False)  # noqa: B010
-            try:
-                super()._verify_hook(hook, hookimpl)
-            finally:
-                setattr(hookimpl, "wrapper", True)  # noqa: B010
-            return
-        super()._verify_hook(hook, hookimpl)
-
-
 class PluginManager(Middleware):
     """Registers capabilities and plugins and calls their hooks, awaiting async ones.
 
@@ -112,7 +91,7 @@ class PluginManager(Middleware):
     """
 
     def __init__(self) -> None:
-        self._pm = _PluggyManager(PROJECT_NAME)
+        self._pm = PluggyManager(PROJECT_NAME)
         self._pm.add_hookspecs(hookspecs)
         self._user_capabilities: list[object] = []
         self._resolved: tuple[object, ...] = ()

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 __all__ = ["ModelCaller"]
 
+from collections.abc import Sequence
+
 import attrs
 
 from harness.capabilities.calls import ModelCall
 from harness.capabilities.context import RequestContext
 from harness.core.effects import Effects, ModelRequestUnit
 from harness.core.messages import CanonicalMessage, Usage
+from harness.core.model import Model, ModelSettings, ToolDefinition
 from harness.core.streaming import TextDelta, ThinkingDelta, ToolCallDelta
 from harness.hooks.manager import PluginManager
 from harness.run.events import EventSink, RequestFinished, RequestStarted, ToolCallStarted
@@ -47,6 +50,28 @@ class ModelCaller:
     def partial_text(self) -> str:
         """The text the run's request in flight has streamed so far (``""`` when none is in flight)."""
         return "".join(self._partial) if self._in_flight else ""
+
+    @staticmethod
+    def capability_unit(
+        model: Model,
+        messages: Sequence[CanonicalMessage],
+        tools: Sequence[ToolDefinition],
+        settings: ModelSettings,
+        source: str,
+        session_id: str,
+    ) -> ModelRequestUnit:
+        """The unit of a capability's own model call (the summarizer's): its messages whole."""
+        return ModelRequestUnit(
+            index=0,  # numbered when sent
+            purpose="capability",
+            source=source,
+            model=model,
+            messages=list(messages),
+            view=list(messages),
+            tools=tuple(tools),
+            settings=settings,
+            session_id=session_id,
+        )
 
     async def call(self, ctx: RequestContext | None, unit: ModelRequestUnit) -> CanonicalMessage:
         """Send ``unit`` (through the wrappers when there are any and ``ctx`` is given)."""

@@ -33,7 +33,7 @@ __all__ = ["RequestOrchestrator", "RunOutcome"]
 import asyncio
 import logging
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from harness import history as hist
@@ -103,6 +103,14 @@ _log = logging.getLogger("harness.run")
 
 _SESSIONS_IN_USE: weakref.WeakSet[Session] = weakref.WeakSet()
 """Sessions a run is using right now: a second, overlapping run on one is refused."""
+
+
+async def _off_loop(work: Callable[[], None]) -> None:
+    """``work()`` on a thread, or here when the loop has no executor (a Temporal workflow's)."""
+    try:
+        await asyncio.to_thread(work)
+    except NotImplementedError:
+        work()
 
 
 class RequestOrchestrator:
@@ -229,6 +237,8 @@ class RequestOrchestrator:
         scope: asyncio.Timeout | None = None
         try:
             async with asyncio.timeout(timeout) as scope:
+                if not self.counter.loaded:  # reading the BPE file (0.2 s, once) off the loop
+                    await _off_loop(self.counter.load)
                 await self._resume()
                 output = None
                 if not await self._resume_approvals():
@@ -436,20 +446,9 @@ class RequestOrchestrator:
         source: str,
     ) -> CanonicalMessage:
         """A capability's own model call (the summarizer), made as a unit of the run."""
-        unit = ModelRequestUnit(
-            index=0,
-            purpose="capability",
-            source=source,
-            model=model,
-            messages=list(messages),
-            view=list(messages),
-            tools=tuple(tools),
-            settings=settings,
-            session_id=self.session.session_id,
-        )
-        return normalise_response(
-            await self.caller.call(self._request_ctx, unit), model.model_name, now=self.effects.now
-        )
+        unit = ModelCaller.capability_unit(model, messages, tools, settings, source, self.session.session_id)
+        response = await self.caller.call(self._request_ctx, unit)
+        return normalise_response(response, model.model_name, now=self.effects.now)
 
     async def _process(
         self, response: CanonicalMessage, outgoing: Sequence[CanonicalMessage]

@@ -22,6 +22,8 @@ pytest fixtures of :mod:`harness.testing.pytest_plugin` available in every test
   worker; :func:`recorded_requests` / :func:`recorded_tool_calls` / :func:`wait_for`; and
   :func:`assert_replay_identical` with :class:`JournalEffects`, the check that a capability
   behaves identically when a run is replayed after a crash.
+* :func:`longest_stall`: the longest gap of a heartbeat beside some work (does it block the
+  event loop?).
 * :class:`StoreConformance`: the pytest suite a session store runs against its own factory
   (:mod:`harness.testing.store_conformance`; loaded on first use, it needs pytest), and
   :func:`store_problems` / :func:`assert_store_consistent`, the consistency check of a
@@ -48,6 +50,7 @@ __all__ = [
     "StoreConformance",
     "StoreFactory",
     "assert_history_unchanged",
+    "longest_stall",
     "assert_invariants",
     "assert_memo_matches_fresh",
     "assert_no_split_tool_pairs",
@@ -90,6 +93,7 @@ from harness.testing.assertions import (
 )
 from harness.testing.builders import HistoryBuilder, make_context
 from harness.testing.checks import KNOWN_CAPABILITY_NAMES, Problem, assert_plugin_valid, check_plugin
+from harness.testing.loop import longest_stall
 from harness.testing.models import ScriptedCall, scripted_model, tool_call
 from harness.testing.properties import check_capability_invariants, pin_parts
 from harness.testing.recording import HookCall, HookRecorder, Registrar

@@ -23,6 +23,7 @@ __all__ = [
     "EncodingSpec",
     "LoadedEncoding",
     "cache_file",
+    "encoding_loaded",
     "clear_loaded_encodings",
     "load_encoding",
     "offline_package_file",
@@ -206,6 +207,11 @@ def load_encoding(name: str) -> LoadedEncoding | None:
         if name not in _loaded:
             _loaded[name] = _load_uncached(name)
         return _loaded[name]
+
+
+def encoding_loaded(name: str) -> bool:
+    """Whether :func:`load_encoding` already answered for ``name`` (it costs nothing now)."""
+    return name in _loaded
 
 
 def clear_loaded_encodings() -> None:

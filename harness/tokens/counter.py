@@ -112,6 +112,21 @@ class TokenCounter:
         return backend
 
     @property
+    def loaded(self) -> bool:
+        """Whether counting costs no file read any more (the encoding is loaded in this process)."""
+        if self._backend is not None or self._text_counter is not None:
+            return True
+        return _encodings.encoding_loaded(self._wanted)
+
+    def load(self) -> None:
+        """Load the encoding now (about 0.2 s the first time in a process; thread-safe).
+
+        A run calls it on a thread before its first count, so reading the BPE file never
+        holds the event loop.
+        """
+        self._get_backend()
+
+    @property
     def encoding_name(self) -> str:
         """Name of the encoding actually used.
 

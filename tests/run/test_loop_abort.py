@@ -30,6 +30,7 @@ from harness.hooks import hookimpl
 from harness.models.function import FunctionInfo, FunctionModel
 from harness.run import ABORTED_TOOL_CONTENT, INTERRUPTED_MARKER, Agent
 from harness.session import Session
+from harness.tokens import TokenCounter
 from harness.tools import RunContext, RunState, ToolCallStatus
 
 
@@ -115,6 +116,7 @@ def _count_steps() -> int:
     return asyncio.run(main())
 
 
+TokenCounter().load()  # a cold first run reads the tokenizer on a thread: count the steps of a warm one
 TOTAL_STEPS = _count_steps()
 
 
