@@ -6,7 +6,8 @@ fallback wrapper in the workflow catches model errors by kind; a caller catches 
 class). Engines carry failures as JSON (Temporal's ``ApplicationError`` details), never
 pickle, so :func:`failure_to_json` writes the error's class, the arguments it is rebuilt
 from and its JSON-ready attributes (its ``__reduce__``), and :func:`failure_from_json`
-rebuilds it (a JSON list comes back as a tuple), only for
+rebuilds it (a JSON list comes back as a tuple; a class whose constructor does not take
+its own ``args`` back is rebuilt without calling it, from its arguments and attributes), only for
 classes defined in ``harness`` modules or harness plugins (``harness_*``), never an
 arbitrary class named by a journal.
 """
@@ -111,6 +112,14 @@ def failure_from_json(data: object) -> BaseException | None:
     values = [tuple(cast(list[Any], a)) if isinstance(a, list) else a for a in cast(list[Any], args)]
     try:
         error = maker(*values)
+    except TypeError:
+        # A class whose __init__ takes other arguments than the ones it keeps in ``args``
+        # (what pickle itself would trip on): rebuild it without calling __init__, as its
+        # arguments and attributes say it was.
+        if call is not None:
+            return None
+        error = target.__new__(target, *values)
+        error.args = tuple(values)
     except Exception:
         return None
     if not isinstance(error, target):

@@ -14,7 +14,8 @@ and builds the store's :attr:`~harness_postgres.store.PostgresStore.url`: always
 (user info, ``password``, ``sslpassword`` and the other secret keywords,
 case-insensitively) and the schema named when it is not the default. A connection string
 psycopg cannot parse is refused with psycopg's reason, its quoted tokens masked: the
-token it quotes can be the password itself.
+token it quotes can be the password itself, and a ``key=value`` string that does not parse
+is not shown at all (where its secrets are cannot be known then).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ SCHEMES: frozenset[str] = frozenset({"postgresql", "postgres"})
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _QUOTED = re.compile(r'"[^"]*"')
+_UNPARSED = "(a key=value connection string libpq cannot parse, not shown: it may hold a password)"
 
 
 @attrs.frozen
@@ -137,6 +139,8 @@ def parse_target(dsn: str, schema: str | None = None) -> Target:
     try:
         params = conninfo_to_dict(conninfo)
     except psycopg.Error as exc:
+        if not _is_url(text):  # where its secrets are is unknown when libpq cannot parse it
+            shown = _UNPARSED
         raise StoreResolutionError(
             shown, f"not a PostgreSQL connection string: {_parse_failure(exc, secret)}"
         ) from None
