@@ -9,6 +9,8 @@ afterwards), against today's whole-file JSON save:
   (a model response and its tool-result request) was appended to a session already
   holding N messages; median and p95 per step. ``session.save.json_file``: the same
   session saved whole with ``Session.save(path)`` (today's format, rewritten every time).
+* ``session.acheckpoint.<store>``: the same, awaited as a run awaits it
+  (``Session.acheckpoint()``: the commit on the store's own thread, the event loop free).
 * ``session.loop_step.<store>``: the four writes the loop makes per step (the response,
   the tool call started, finished with its answer, the tool-result request).
 * ``session.open.<store>`` / ``session.load.json_file``: ``Session.open(store, id)`` and
@@ -30,6 +32,7 @@ from __future__ import annotations
 __all__ = ["SessionMeasurement", "main", "reference_figures", "session_cases"]
 
 import argparse
+import asyncio
 import gc
 import json
 import os
@@ -321,6 +324,25 @@ def checkpoint_cases(
         median = statistics.median(samples)
         note = f"p95 {p95(samples):.0f} µs; whole-file save {save_median / median:.0f}x slower"
         yield _figure(f"session.checkpoint.{backend.name}", size, samples, note, save_median)
+        loop = asyncio.new_event_loop()
+
+        def awaited_batch(
+            first: int, store: SessionStore = backend.store, loop: asyncio.AbstractEventLoop = loop
+        ) -> Timed:
+            session = _new_session(store, prefix)
+            loop.run_until_complete(session.acheckpoint())
+            pending = steps(runs, start=first)
+
+            def write() -> object:
+                return loop.run_until_complete(session.acheckpoint())
+
+            return lambda: session.messages.extend(step_messages(next(pending))), write
+
+        awaited = _batched(awaited_batch, size, runs=runs, budget=8.0)
+        loop.close()
+        extra = statistics.median(awaited) - median
+        note = f"p95 {p95(awaited):.0f} µs; the thread hop adds {extra:.0f} µs"
+        yield _figure(f"session.acheckpoint.{backend.name}", size, awaited, note, save_median)
         yield _loop_step(backend, size, runs)
 
 

@@ -237,6 +237,8 @@ class RequestOrchestrator:
         scope: asyncio.Timeout | None = None
         try:
             async with asyncio.timeout(timeout) as scope:
+                if self._aborted:
+                    await asyncio.sleep(0)  # aborted before it started: the cancellation lands here
                 if not self.counter.loaded:  # reading the BPE file (0.2 s, once) off the loop
                     await _off_loop(self.counter.load)
                 await self._resume()

@@ -173,6 +173,7 @@ async def test_leaving_a_stream_before_its_run_started_aborts_it_at_once(tmp_pat
         await asyncio.sleep(0.5)
         return "waited"
 
+    TokenCounter().load()  # a warm process: no first await for loading the tokenizer
     agent = Agent(FunctionModel(slow), tools=[wait], max_iterations=4)
     session = Session()
     stream = agent.run_stream("go", session)
