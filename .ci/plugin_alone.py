@@ -113,7 +113,7 @@ def check_temporal() -> int:
         reference = await reference_run(scenario, "Do the work.", "alone", folder / "reference")
         same = result.output == reference.output and result.iterations == reference.iterations
         print(
-            f"temporal: workflow {result.workflow_id}: {result.iterations} requests, "
+            f"temporal: workflow {result.run_id}: {result.iterations} requests, "
             f"output {result.output!r}, "
             f"{'same as' if same else 'DIFFERS from'} a plain run"
         )
@@ -160,7 +160,7 @@ def check_dbos() -> int:
             engine.shutdown()
     ok = command is not None and (summary.output or "").startswith("Done after 3 steps")
     print(
-        f"dbos: worker command {getattr(command, 'name', None)!r}, run {summary.workflow_id}: "
+        f"dbos: worker command {getattr(command, 'name', None)!r}, run {summary.run_id}: "
         f"{summary.iterations} requests, revision {summary.revision}, output {summary.output!r}"
     )
     return 0 if ok else 1
