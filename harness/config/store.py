@@ -19,7 +19,10 @@ from harness.stores import open_store as _open_store
 
 
 def open_store(
-    url: str | os.PathLike[str] | None = None, *, plugin_manager: PluginManager | None = None
+    url: str | os.PathLike[str] | None = None,
+    *,
+    plugin_manager: PluginManager | None = None,
+    read_only: bool = False,
 ) -> SessionStore:
     """Open a session store with the installed plugins' ``resolve_store`` hook.
 
@@ -29,13 +32,18 @@ def open_store(
             (``$HARNESS_STORE``, else ``sessions.db`` in the XDG data folder).
         plugin_manager: The manager to ask; default: a new one that loaded the
             ``harness`` entry points.
+        read_only: Open a built-in store for reading only; it must exist (see
+            :func:`harness.stores.open_store`).
 
     Raises:
         StoreResolutionError: No plugin and no built-in store understands the URL.
-        SessionStoreError: The store exists but cannot be used (corrupt, newer schema).
+        SessionStoreError: The store exists but cannot be used (corrupt, newer schema), or
+            with ``read_only`` it does not exist.
     """
     manager = plugin_manager
     if manager is None:
         manager = PluginManager()
         manager.load_entrypoint_plugins()
-    return _open_store(url if url is not None else default_store_url(), plugin_manager=manager)
+    return _open_store(
+        url if url is not None else default_store_url(), plugin_manager=manager, read_only=read_only
+    )
