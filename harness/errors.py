@@ -16,7 +16,8 @@ The families:
 * tokens: :class:`TokenizerError`, :class:`ApproximateTokenCountWarning`;
 * sessions, stores and file writes: :class:`SessionLoadError`, :class:`SessionSaveError`,
   :class:`SessionStoreError`, :class:`SessionNotFoundError`, :class:`SessionConflictError`,
-  :class:`StoreResolutionError`, :class:`StoreCredentialsError`, :class:`TargetNotRegularFileError`;
+  :class:`SessionLeaseError`, :class:`SearchQueryError`, :class:`StoreResolutionError`,
+  :class:`StoreCredentialsError`, :class:`TargetNotRegularFileError`;
 * tools: :class:`ToolRetry`, :class:`ToolArgumentsError`, :class:`ToolDefinitionError`,
   :class:`IllegalTransition`;
 * plugins and capabilities: :class:`PluginLoadError`, :class:`CapabilityError`,
@@ -72,7 +73,9 @@ __all__ = [
     "RunError",
     "RunStopped",
     "ScriptError",
+    "SearchQueryError",
     "SessionConflictError",
+    "SessionLeaseError",
     "SessionLoadError",
     "SessionNotFoundError",
     "SessionSaveError",
@@ -324,6 +327,40 @@ class SessionConflictError(SessionStoreError):
                 "reload it and try again"
             )
         super().__init__(store, reason, session_id=session_id)
+
+
+class SessionLeaseError(SessionStoreError):
+    """Another live writer holds the session's lease: a second run would only conflict later.
+
+    Raised when a run starts, before any model call. A lease whose holder died (its
+    process is gone, on this host) or expired (another host stopped renewing it) is
+    taken over instead.
+
+    Attributes:
+        holder: Who holds it: ``"pid <pid> on <host>"``.
+    """
+
+    def __init__(self, store: str | MaskedURL, session_id: str, holder: str) -> None:
+        self.holder = holder
+        super().__init__(
+            store,
+            f"another run holds its lease ({holder}); wait for it to finish or open another session",
+            session_id=session_id,
+        )
+
+
+class SearchQueryError(HarnessError, ValueError):
+    """A store's ``search`` was given an argument it cannot use (a ``limit`` below 1).
+
+    Attributes:
+        store: The store's URL (credentials masked).
+        reason: What is wrong.
+    """
+
+    def __init__(self, store: str | MaskedURL, reason: str) -> None:
+        self.store = mask_url(store)
+        self.reason = reason
+        super().__init__(f"search in store {self.store}: {reason}")
 
 
 class StoreResolutionError(HarnessError, ValueError):

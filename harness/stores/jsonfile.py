@@ -43,6 +43,7 @@ import attrs
 
 from harness.errors import HarnessWarning, SessionConflictError, SessionNotFoundError, SessionStoreError
 from harness.session.files import backup_path
+from harness.session.query import check_limit, parse_query, text_words
 from harness.session.records import (
     Checkpoint,
     EditRecord,
@@ -284,10 +285,16 @@ class JsonFileStore:
         return sorted(heads, key=lambda h: h.last_modified, reverse=True)
 
     def search(self, query: str, *, session_id: str | None = None, limit: int = 20) -> list[SearchHit]:
-        """Every log message holding every word of ``query`` (a trailing ``*``: a prefix); a plain scan."""
-        words = [(w.rstrip("*"), w.endswith("*")) for w in _QUERY_WORD.findall(query.lower())]
-        if not words:
+        """Every log message matching ``query`` (the grammar of :mod:`harness.session.query`); a plain scan.
+
+        Scored by how often the query's words occur in the message.
+        """
+        check_limit(self._url, limit)
+        parsed = parse_query(query)
+        if parsed.empty:
             return []
+        wanted = parsed.positive_words()
+        counted = set(wanted)
         ids = [session_id] if session_id is not None else [h.session_id for h in self.list_sessions()]
         hits: list[SearchHit] = []
         with self._locked(exclusive=False):
@@ -298,16 +305,11 @@ class JsonFileStore:
                     continue
                 for entry in entries:
                     text = _text(entry.body)
-                    tokens = _words(text)
-                    score = 0
-                    for word, prefix in words:
-                        found = sum(1 for t in tokens if t == word or (prefix and t.startswith(word)))
-                        if not found:
-                            break
-                        score += found
-                    else:
-                        hits.append(SearchHit(sid, entry.seq, snippet(text, query), float(score)))
-        hits.sort(key=lambda h: -h.score)
+                    words = text_words(text)
+                    if parsed.matches(words):
+                        score = sum(1 for w in words if w in counted)
+                        hits.append(SearchHit(sid, entry.seq, snippet(text, " ".join(wanted)), float(score)))
+        hits.sort(key=lambda h: (-h.score, h.session_id, h.seq))
         return hits[:limit]
 
     # ---------------------------------------------------------------- protocol: writes
@@ -541,15 +543,6 @@ class JsonFileStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-_WORD = re.compile(r"\w+")
-_QUERY_WORD = re.compile(r"\w+\*?")
-
-
-def _words(text: str) -> list[str]:
-    """The lower-cased words of a text, as the search compares them."""
-    return _WORD.findall(text.lower())
 
 
 def _text(body: str) -> str:

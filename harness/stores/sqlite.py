@@ -33,7 +33,7 @@ import os
 import sqlite3
 import threading
 import zlib
-from collections.abc import Generator, Sequence
+from collections.abc import Generator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,6 +42,7 @@ from typing import Any, Literal
 import attrs
 
 from harness.errors import SessionConflictError, SessionNotFoundError, SessionStoreError
+from harness.session.query import check_limit, parse_query
 from harness.session.records import (
     Checkpoint,
     EditRecord,
@@ -65,6 +66,7 @@ from harness.stores.rows import (
     prune_plan,
     snippet,
 )
+from harness.stores.sqlite_fts import fts_query
 from harness.stores.sqlite_schema import MIGRATIONS as _MIGRATIONS
 from harness.stores.sqlite_schema import SCHEMA_VERSION
 from harness.stores.sqlite_values import bind as _bind
@@ -517,24 +519,26 @@ class SqliteStore:
         return len(doomed)
 
     def search(self, query: str, *, session_id: str | None = None, limit: int = 20) -> list[SearchHit]:
-        """Full-text search of the raw logs (FTS5; every word must appear, prefix ``*`` allowed)."""
-        match = _fts_query(query)
-        if not match or (session_id is not None and not _is_text(session_id)):
+        """Full-text search of the raw logs, by the grammar of :mod:`harness.session.query` (FTS5, bm25)."""
+        check_limit(self._url, limit)
+        parsed = parse_query(query)
+        if parsed.empty or (session_id is not None and not _is_text(session_id)):
             return []
         sql = (
             "SELECT l.session_id, l.seq, l.body, bm25(log_text) AS rank FROM log_text "
             "JOIN log l ON l.id = log_text.rowid WHERE log_text MATCH ?"
         )
-        params: list[Any] = [match]
+        params: list[Any] = [fts_query(parsed)]
         if session_id is not None:
             sql += " AND l.session_id = ?"
             params.append(session_id)
-        sql += " ORDER BY rank LIMIT ?"
+        sql += " ORDER BY rank, l.session_id, l.seq LIMIT ?"
         params.append(limit)
         with self._read(session_id) as db:
             rows = db.execute(sql, params).fetchall()
+        words = " ".join(parsed.positive_words())
         return [
-            SearchHit(sid, seq, snippet(_text_of_body(body), query), -float(rank))
+            SearchHit(sid, seq, snippet(_text_of_body(body), words), -float(rank))
             for sid, seq, body, rank in rows
         ]
 
@@ -550,15 +554,3 @@ class SqliteStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _fts_query(query: str) -> str:
-    """Each word of ``query`` as an FTS5 string (so punctuation is never FTS syntax)."""
-    words: Sequence[str] = [w for w in query.split() if w.strip('"*')]
-    out: list[str] = []
-    for word in words:
-        prefix = word.endswith("*")
-        core = word.rstrip("*").replace('"', '""')
-        if core:
-            out.append(f'"{core}"' + ("*" if prefix else ""))
-    return " ".join(out)

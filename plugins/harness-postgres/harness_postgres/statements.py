@@ -236,7 +236,7 @@ class Statements:
         self.mark_pruned = c("UPDATE {s}.sessions SET log_pruned = true WHERE session_id = %s")
         search = (
             "SELECT l.session_id, l.seq, l.body, ts_rank(l.tsv, q.query) AS rank FROM {s}.log l, "
-            f"(SELECT websearch_to_tsquery({text_config}, %s) && to_tsquery({text_config}, %s) AS query) "
+            f"(SELECT to_tsquery({text_config}, %s) AS query) "
             "AS q "
             "WHERE l.tsv @@ q.query{only} ORDER BY rank DESC, l.session_id, l.seq LIMIT %s"
         )

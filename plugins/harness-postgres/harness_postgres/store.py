@@ -44,6 +44,7 @@ from harness.session import (
     StoredSession,
     ViewEntry,
 )
+from harness.session.query import check_limit, index_text, parse_query
 from harness.session.text import searchable_text
 from harness.stores.rows import (
     check_checkpoint,
@@ -59,7 +60,7 @@ from harness.stores.rows import (
 from harness_postgres.connection import Attempt, Connection, Link
 from harness_postgres.dsn import parse_target
 from harness_postgres.migrations import ensure_schema
-from harness_postgres.search import split_query
+from harness_postgres.search import tsquery
 from harness_postgres.statements import Statements
 from harness_postgres.text import ascii_json, escape, unescape
 
@@ -114,8 +115,8 @@ def _unescaped(row: Sequence[Any], indices: Sequence[int]) -> list[Any]:
 
 
 def _index_text(text: str) -> str:
-    """What goes into the ``tsvector``: no NUL, valid UTF-8, at most :data:`INDEXED_TEXT_LIMIT` bytes."""
-    data = text.replace("\x00", " ").encode("utf-8", "replace")
+    """What goes into the ``tsvector``: its words (``index_text``), at most ``INDEXED_TEXT_LIMIT`` bytes."""
+    data = index_text(text).encode("utf-8", "replace")
     if len(data) > INDEXED_TEXT_LIMIT:
         data = data[:INDEXED_TEXT_LIMIT]
     return data.decode("utf-8", "ignore")
@@ -486,22 +487,24 @@ class PostgresStore:
     def search(self, query: str, *, session_id: str | None = None, limit: int = 20) -> list[SearchHit]:
         """Full-text search of the raw logs, best ``ts_rank`` first.
 
-        Web-search syntax (every word must appear; ``"a phrase"``, ``or``, ``-word``) and
-        ``word*`` for a prefix; no stemming (the ``simple`` configuration).
+        The grammar of :mod:`harness.session.query` (the same hits as every store), as a
+        ``tsquery`` over the GIN-indexed ``tsvector``; no stemming (``simple``).
         """
-        parts = split_query(query)
-        if parts is None or limit <= 0:
+        check_limit(self._url, limit)
+        parsed = parse_query(query)
+        if parsed.empty:
             return []
-        plain, prefixes = parts
+        text = tsquery(parsed)
         if session_id is None:
-            statement, params = self._sql.search_all, (plain, prefixes, limit)
+            statement, params = self._sql.search_all, (text, limit)
         else:
-            statement, params = self._sql.search_session, (plain, prefixes, session_id, limit)
+            statement, params = self._sql.search_session, (text, session_id, limit)
         rows = self._link.run(
             "search", lambda conn, _: conn.execute(statement, params).fetchall(), session_id
         )
+        words = " ".join(parsed.positive_words())
         return [
-            SearchHit(str(sid), int(seq), snippet(_text_of_body(str(body)), query), float(rank))
+            SearchHit(str(sid), int(seq), snippet(_text_of_body(str(body)), words), float(rank))
             for sid, seq, body, rank in rows
         ]
 
