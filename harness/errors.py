@@ -106,12 +106,38 @@ from typing import Any
 from harness.redaction import MaskedURL, mask_url, redact
 
 
+def _rebuild(kind: type[BaseException], args: tuple[Any, ...]) -> BaseException:
+    """An instance of ``kind`` with ``args``, made without calling its constructor (pickle sets the rest)."""
+    made = kind.__new__(kind, *args)
+    made.args = args
+    return made
+
+
+def _reduce(error: BaseException, local: frozenset[str]) -> tuple[Any, ...]:
+    state = {key: value for key, value in vars(error).items() if key not in local}
+    return (_rebuild, (type(error), error.args), state)
+
+
 class HarnessError(Exception):
-    """Root of every error harness raises on purpose."""
+    """Root of every error harness raises on purpose.
+
+    Every subclass pickles (to a process pool, a DBOS journal, a worker) as itself, with its
+    message and attributes, whatever its constructor takes: it is rebuilt from its ``args``
+    and attributes without calling ``__init__``. Attributes named in ``_process_local``
+    (a run's ``session`` and ``state``) stay behind.
+    """
+
+    _process_local: frozenset[str] = frozenset()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _reduce(self, self._process_local)
 
 
 class HarnessWarning(UserWarning):
-    """Root of every warning harness emits."""
+    """Root of every warning harness emits; pickles as itself like :class:`HarnessError`."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _reduce(self, frozenset())
 
 
 class HarnessExperimentalWarning(HarnessWarning):
@@ -393,9 +419,6 @@ class StoreCredentialsError(HarnessError, ValueError):
             "--store NAME=URL (or HARNESS_STORE=URL) and pass store='@NAME', or keep the password out of "
             "the URL (PGPASSWORD, ~/.pgpass) and pass strip_credentials=True"
         )
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (self.url,))
 
 
 class TargetNotRegularFileError(HarnessError, OSError):
@@ -733,8 +756,11 @@ class RunError(HarnessError):
         state: The run's :class:`harness.tools.RunState` (counters and the tool-call
             registry) when it stopped, set by the loop before raising.
 
-    Both are typed ``Any`` because this bottom layer imports nothing above it.
+    Both are typed ``Any`` because this bottom layer imports nothing above it. Both stay in
+    the process that ran: a pickled copy (a worker's, a journal's) has them ``None``.
     """
+
+    _process_local = frozenset({"session", "state"})
 
     session: Any = None
     state: Any = None
@@ -840,15 +866,6 @@ class WorkflowIncompatibleError(HarnessError):
         self.run_id = run_id
         self.changed = changed
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild_incompatible, (str(self), self.run_id, self.changed))
-
-
-def _rebuild_incompatible(
-    message: str, run_id: str | None, changed: tuple[str, ...]
-) -> WorkflowIncompatibleError:
-    return WorkflowIncompatibleError(message, run_id=run_id, changed=changed)
-
 
 class EngineBoundaryError(HarnessError, AttributeError):
     """A tool read a run-context field that did not cross into the engine's activity.
@@ -870,9 +887,6 @@ class EngineBoundaryError(HarnessError, AttributeError):
             "worker, and the run's history, usage and state stay with the workflow (the session's stored "
             "log is: read it through ctx.session.store)"
         )
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (self.engine, self.field))
 
 
 class AgentLoadError(HarnessError):
@@ -928,9 +942,6 @@ class EvalRunError(HarnessError):
         self.stack = stack
         self.budget = budget
         self.error = error
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.file, self.stack, self.budget, self.error))
 
 
 class ScriptError(HarnessError):
