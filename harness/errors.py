@@ -17,7 +17,7 @@ The families:
 * sessions, stores and file writes: :class:`SessionLoadError`, :class:`SessionSaveError`,
   :class:`SessionStoreError`, :class:`SessionNotFoundError`, :class:`SessionConflictError`,
   :class:`SessionLeaseError`, :class:`SearchQueryError`, :class:`StoreResolutionError`,
-  :class:`StoreCredentialsError`, :class:`TargetNotRegularFileError`;
+  :class:`StoreCredentialsError`, :class:`TargetNotRegularFileError`, :class:`SessionIdError`;
 * tools: :class:`ToolRetry`, :class:`ToolArgumentsError`, :class:`ToolDefinitionError`,
   :class:`IllegalTransition`;
 * plugins and capabilities: :class:`PluginLoadError`, :class:`CapabilityError`,
@@ -26,7 +26,8 @@ The families:
   :class:`ModelResponseError`, :class:`ReplayExhausted`;
 * runs: :class:`RunError` and its kinds (:class:`MaxIterationsExceeded`,
   :class:`UserAbort`, :class:`RequestTimeout`, :class:`EmptyResponseError`,
-  :class:`ToolRetryBudgetExceeded`, :class:`RunStopped`, :class:`ApprovalPendingError`);
+  :class:`ToolRetryBudgetExceeded`, :class:`RunStopped`, :class:`ApprovalPendingError`),
+  :class:`EventLoopRunningError`;
 * durable runs: :class:`WorkflowIncompatibleError`, :class:`AgentLoadError`,
   :class:`EngineBoundaryError`;
 * applications: :class:`CodingAgentMissingError`, :class:`PlotUnavailableError`,
@@ -46,6 +47,7 @@ __all__ = [
     "EmptyResponseError",
     "EngineBoundaryError",
     "EvalRunError",
+    "EventLoopRunningError",
     "HarnessError",
     "HarnessExperimentalWarning",
     "HarnessWarning",
@@ -75,6 +77,7 @@ __all__ = [
     "ScriptError",
     "SearchQueryError",
     "SessionConflictError",
+    "SessionIdError",
     "SessionLeaseError",
     "SessionLoadError",
     "SessionNotFoundError",
@@ -387,6 +390,24 @@ class SearchQueryError(HarnessError, ValueError):
         self.store = mask_url(store)
         self.reason = reason
         super().__init__(f"search in store {self.store}: {reason}")
+
+
+class SessionIdError(HarnessError, ValueError):
+    """A new session's id is not one every store and the command line can address.
+
+    Attributes:
+        session_id: The id as given (shortened to 80 characters in the message).
+        reason: What is wrong with it.
+    """
+
+    def __init__(self, session_id: str, reason: str) -> None:
+        self.session_id = session_id
+        self.reason = reason
+        shown = session_id if len(session_id) <= 80 else f"{session_id[:60]}...({len(session_id)} characters)"
+        super().__init__(f"session id {shown!r}: {reason}")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.session_id, self.reason))
 
 
 class StoreResolutionError(HarnessError, ValueError):
@@ -822,6 +843,29 @@ class RunStopped(RunError):  # noqa: N818 - reads as what happened
     unlike any other exception a plugin raises, it reaches the caller unchanged instead of
     becoming a :class:`CapabilityError`.
     """
+
+
+class EventLoopRunningError(HarnessError, RuntimeError):
+    """A synchronous entry point (``Agent.run_sync``, ``compact_sync``) was called in a running event loop.
+
+    It would have to block the loop it runs in (a notebook's, an async application's), so
+    it refuses before doing anything; await the asynchronous form there instead.
+
+    Attributes:
+        function: What was called (``"Agent.run_sync"``).
+        instead: What to write instead (``"await agent.run(...)"``).
+    """
+
+    def __init__(self, function: str, instead: str) -> None:
+        self.function = function
+        self.instead = instead
+        super().__init__(
+            f"{function}() cannot run inside a running event loop (a notebook, an async function): "
+            f"it would block that loop; use `{instead}` there instead"
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.function, self.instead))
 
 
 class ApprovalError(HarnessError, ValueError):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 __all__ = ["Agent", "RunResult"]
 
-import asyncio
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, cast
 
@@ -29,6 +28,7 @@ from harness.run.orchestrator import RequestOrchestrator
 from harness.run.result import RunResult
 from harness.run.settings import InstructionsFunction, RunSettings
 from harness.run.stream import RunStream
+from harness.run.sync import run_sync
 from harness.session import Session
 from harness.tools.tool import Tool, as_tool
 
@@ -373,9 +373,28 @@ class Agent:
             pending_approvals=outcome.pending_approvals,
         )
 
-    def run_sync(self, prompt: str | None, session: Session | None = None) -> RunResult:
-        """Run :meth:`run` in a new event loop (for scripts; not inside a running loop)."""
-        return asyncio.run(self.run(prompt, session))
+    def run_sync(
+        self,
+        prompt: str | None,
+        session: Session | None = None,
+        *,
+        effects: Effects | None = None,
+        approvals: Mapping[str, object] | None = None,
+    ) -> RunResult:
+        """Run :meth:`run` in a new event loop and return its result (for scripts).
+
+        Takes the same arguments as :meth:`run` and raises the same errors. Inside a running
+        event loop (a notebook, an async function) it refuses before doing anything: await
+        :meth:`run` there (see :mod:`harness.run.sync` for why it does not start a thread).
+
+        Raises:
+            EventLoopRunningError: An event loop is running in this thread.
+        """
+        return run_sync(
+            lambda: self.run(prompt, session, effects=effects, approvals=approvals),
+            "Agent.run_sync",
+            "await agent.run(...)",
+        )
 
     def abort(self) -> None:
         """Abort every run of this agent in progress; each saves and raises ``UserAbort``."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 __all__ = ["CompactionResult", "compact", "compact_sync"]
 
-import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -23,6 +22,7 @@ from harness.core.markers import hookimpl
 from harness.core.messages import CanonicalMessage, Part, Usage, history_repr
 from harness.errors import HarnessError
 from harness.hooks.manager import PluginManager
+from harness.run.sync import run_sync
 
 if TYPE_CHECKING:
     from harness.core.model import Model
@@ -186,20 +186,12 @@ def compact_sync(
     Takes the same arguments as :func:`compact`.
 
     Raises:
-        HarnessError: Called while an event loop is running in this thread; use
+        EventLoopRunningError: Called while an event loop is running in this thread; use
             ``await harness.compact(...)`` there instead.
         CapabilityError: As :func:`compact`.
     """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
-        raise HarnessError(
-            "compact_sync() cannot run inside a running event loop; use `await harness.compact(...)` instead"
-        )
-    return asyncio.run(
-        compact(
+    return run_sync(
+        lambda: compact(
             messages,
             capabilities,
             context=context,
@@ -208,5 +200,7 @@ def compact_sync(
             context_window=context_window,
             force=force,
             plugin_manager=plugin_manager,
-        )
+        ),
+        "compact_sync",
+        "await harness.compact(...)",
     )

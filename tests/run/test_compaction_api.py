@@ -261,7 +261,7 @@ def test_compact_sync_outside_a_loop() -> None:
 
 
 async def test_compact_sync_inside_a_running_loop_is_refused() -> None:
-    with pytest.raises(HarnessError, match=r"running event loop; use `await harness\.compact"):
+    with pytest.raises(HarnessError, match=r"running event loop.*use `await harness\.compact"):
         compact_sync(conversation(), [KeepLast(keep=5)])
 
 
