@@ -406,9 +406,6 @@ class SessionIdError(HarnessError, ValueError):
         shown = session_id if len(session_id) <= 80 else f"{session_id[:60]}...({len(session_id)} characters)"
         super().__init__(f"session id {shown!r}: {reason}")
 
-    def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (self.session_id, self.reason))
-
 
 class StoreResolutionError(HarnessError, ValueError):
     """No store understands a store URL.
@@ -863,9 +860,6 @@ class EventLoopRunningError(HarnessError, RuntimeError):
             f"{function}() cannot run inside a running event loop (a notebook, an async function): "
             f"it would block that loop; use `{instead}` there instead"
         )
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (self.function, self.instead))
 
 
 class ApprovalError(HarnessError, ValueError):
