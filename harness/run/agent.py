@@ -29,6 +29,7 @@ from harness.run.result import RunResult
 from harness.run.settings import InstructionsFunction, RunSettings
 from harness.run.stream import RunStream
 from harness.run.sync import run_sync
+from harness.run.threads import DEFAULT_TOOL_THREADS, ToolThreads
 from harness.session import Session
 from harness.tools.tool import Tool, as_tool
 
@@ -109,9 +110,16 @@ class Agent:
             invariant guard rejects any capability that changes or drops it.
         plan_tools: Tool names whose calls write the plan (besides names holding ``todo``
             or ``plan``).
+        tool_threads: The threads sync tools run in: a number (a bounded pool this agent
+            owns, created on first use; default 16) or a
+            :class:`~harness.run.threads.ToolThreads` to share one pool between agents.
+            Every call's thread is tracked, so a stopping run knows which calls still run.
+        tool_settle_timeout: Seconds a run that stops (abort, timeout, error) waits for
+            sync calls still running; one that finishes in time keeps its result, one
+            still running is answered "outcome unknown" (ledger ``unknown``).
 
     Raises:
-        ValueError: A limit is below 1.
+        ValueError: A limit is below 1, or ``tool_settle_timeout`` is negative.
         TypeError: A capability is neither a capability object, nor a string, nor an
             entry (the message names its index and type).
         StackConfigError: A capability string is invalid (the message names
@@ -143,6 +151,8 @@ class Agent:
         pause_after_compaction: bool | Collection[str] = False,
         pin_anchors: bool = False,
         plan_tools: Collection[str] = (),
+        tool_threads: int | ToolThreads = DEFAULT_TOOL_THREADS,
+        tool_settle_timeout: float = 1.0,
     ) -> None:
         _positive("max_iterations", max_iterations)
         _positive("tool_max_retries", tool_max_retries)
@@ -155,6 +165,9 @@ class Agent:
             raise ValueError(f"request_timeout must be positive or None, got {request_timeout}")
         if tool_retry_base_delay < 0:
             raise ValueError(f"tool_retry_base_delay must be >= 0, got {tool_retry_base_delay}")
+        if not tool_settle_timeout >= 0:  # NaN too
+            raise ValueError(f"tool_settle_timeout must be >= 0 (seconds), got {tool_settle_timeout}")
+        threads = tool_threads if isinstance(tool_threads, ToolThreads) else ToolThreads(tool_threads)
         tools_by_name: dict[str, Tool] = {}
         for item in tools:
             tool = as_tool(item)
@@ -200,6 +213,8 @@ class Agent:
                 pin_anchors=pin_anchors,
                 plan_tools=plan_tools,
             ),
+            tool_threads=threads,
+            tool_settle_timeout=float(tool_settle_timeout),
         )
         """Everything a run reads from this agent, frozen (see :class:`~harness.run.settings.RunSettings`)."""
         self._active: set[RequestOrchestrator] = set()
