@@ -7,7 +7,7 @@ The same records and semantics as :class:`harness.stores.sqlite.SqliteStore`, on
   of two writers based on the same revision, on any machines, exactly one commits and the
   other gets :class:`~harness.errors.SessionConflictError` with nothing written. Creating
   a session is an ``INSERT ... ON CONFLICT DO NOTHING``: of two creators of one id, one
-  wins. The rest of the checkpoint (head, appended log rows, the view's new tail,
+  wins. The rest of the checkpoint (the head's changed columns, appended log rows, the view's new tail,
   thoughts, ledger, edits) and the ``COMMIT`` go to the server in one pipeline, so a step
   costs two round trips whatever the history's length.
 * **Reads that see every commit sent.** Every write of a session holds the session's
@@ -61,7 +61,7 @@ from harness_postgres.connection import Attempt, Connection, Link
 from harness_postgres.dsn import parse_target
 from harness_postgres.migrations import ensure_schema
 from harness_postgres.search import tsquery
-from harness_postgres.statements import Statements
+from harness_postgres.statements import HEAD_COLUMNS, Statements
 from harness_postgres.text import ascii_json, escape, unescape
 
 INDEXED_TEXT_LIMIT = 128 * 1024
@@ -218,13 +218,24 @@ class PostgresStore:
             attempt.committing = True
             with conn.pipeline():
                 if checkpoint.base_revision != 0:
-                    values = _head_values(checkpoint.head)
-                    conn.execute(self._sql.update_head, (*values[1:], sid))
+                    self._update_head(conn, checkpoint)
                 self._write_rows(conn, checkpoint)
                 conn.execute(b"COMMIT")
             return checkpoint.head.revision
 
         return self._link.run("write", write, sid)
+
+    def _update_head(self, conn: Connection, checkpoint: Checkpoint) -> None:
+        """Queue the head's update: only the columns that changed, when the checkpoint names them."""
+        sid = checkpoint.head.session_id
+        values = _head_values(checkpoint.head)
+        changed = checkpoint.head_fields
+        if changed is None:
+            conn.execute(self._sql.update_head, (*values[1:], sid))
+            return
+        picked = [i for i, c in enumerate(HEAD_COLUMNS) if i and (c in changed or c == "revision")]
+        statement = self._sql.update_head_columns(tuple(HEAD_COLUMNS[i] for i in picked))
+        conn.execute(statement, (*(values[i] for i in picked), sid))
 
     def _create_head(self, conn: Connection, checkpoint: Checkpoint) -> None:
         sid = checkpoint.head.session_id
