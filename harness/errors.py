@@ -68,6 +68,7 @@ __all__ = [
     "ModelUnavailableError",
     "PlotUnavailableError",
     "PluginLoadError",
+    "PluginLoadWarning",
     "PricesFileError",
     "ProviderNotInstalledError",
     "ReplayExhausted",
@@ -96,14 +97,18 @@ __all__ = [
     "UserAbort",
     "WireFormatError",
     "WorkflowIncompatibleError",
+    "declare_experimental",
     "is_experimental",
+    "warn_at_caller",
     "warn_experimental",
 ]
 
 
+import inspect
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from harness.redaction import MaskedURL, mask_url, redact
@@ -154,24 +159,86 @@ class HarnessExperimentalWarning(HarnessWarning):
 
 _EXPERIMENTAL_FEATURES: set[str] = set()
 
+_INTERNAL_PACKAGES = frozenset({"harness", "importlib", "asyncio", "pluggy", "contextlib", "functools"})
+"""Top-level packages whose frames a warning skips on its way to the user's line."""
 
-def warn_experimental(feature: str) -> None:
+
+def _internal(frame: FrameType) -> bool:
+    name = str(frame.f_globals.get("__name__", ""))
+    top = name.split(".", 1)[0]
+    frozen = frame.f_code.co_filename.startswith("<frozen ")  # importlib's bootstrap
+    return frozen or top in _INTERNAL_PACKAGES or top.startswith("harness_")
+
+
+def warn_at_caller(warning: Warning, *, skip: int = 0) -> None:
+    """Emit ``warning`` at the first line outside harness, its plugins and the import machinery.
+
+    A warning raised deep inside the loop, a lazy plugin import or an event loop still
+    names the user's own line (``Agent(...)``, ``harness.open_store(...)``, an ``import``),
+    whatever the depth: frames of ``harness``, ``harness_*`` packages, ``importlib``,
+    ``asyncio``, ``pluggy``, ``contextlib`` and ``functools`` are skipped. The usual
+    filters and the once-per-location registry of that line apply.
+
+    Args:
+        warning: The warning to emit.
+        skip: Frames above the caller to skip first, whatever module they belong to
+            (``warn_experimental`` skips the module declaring itself).
+    """
+    here = inspect.currentframe()
+    frame = here.f_back if here is not None else None
+    for _ in range(skip):
+        frame = frame.f_back if frame is not None else None
+    while frame is not None and _internal(frame):
+        frame = frame.f_back
+    if frame is None:
+        warnings.warn(warning, stacklevel=2)
+        return
+    namespace = frame.f_globals
+    registry: dict[str | tuple[str, type[Warning], int], int]
+    registry = namespace.setdefault("__warningregistry__", {})
+    warnings.warn_explicit(
+        warning,
+        type(warning),
+        frame.f_code.co_filename,
+        frame.f_lineno,
+        module=str(namespace.get("__name__", "<string>")),
+        registry=registry,
+        module_globals=namespace,
+    )
+
+
+def declare_experimental(feature: str) -> None:
+    """Record ``feature`` as experimental without warning (:func:`is_experimental` says so).
+
+    For a plugin that is installed everywhere but used only sometimes (``harness-otel``):
+    it declares itself at import and calls :func:`warn_experimental` when it is first used.
+    """
+    _EXPERIMENTAL_FEATURES.add(feature)
+
+
+def warn_experimental(feature: str, *, skip: int = 1) -> None:
     """Declare ``feature`` experimental and emit the experimental-feature warning for it.
 
     Call it at module import time; Python's module cache makes it fire once per process.
     The declaration is recorded whatever the warning filters say, so tools can tell which
-    imported plugins are experimental (:func:`is_experimental`).
+    imported plugins are experimental (:func:`is_experimental`). The warning names the
+    user's line (:func:`warn_at_caller`): the ``import`` of the plugin, or the line that
+    asked for its capability, store or engine when harness imported it on demand.
 
     Args:
         feature: Import name of the experimental feature, e.g. ``"harness_sliding_window"``.
+        skip: Frames to skip before looking for the user's line; the default skips the
+            module calling this (it is declaring itself, not using itself); ``0`` for a
+            call made when the feature is used rather than imported.
     """
     _EXPERIMENTAL_FEATURES.add(feature)
-    warnings.warn(
-        f"{feature} is experimental: its API may change or be removed in any release without a "
-        "deprecation period. Silence all experimental warnings with "
-        "warnings.filterwarnings('ignore', category=harness.HarnessExperimentalWarning).",
-        HarnessExperimentalWarning,
-        stacklevel=3,
+    warn_at_caller(
+        HarnessExperimentalWarning(
+            f"{feature} is experimental: its API may change or be removed in any release without a "
+            "deprecation period. Silence all experimental warnings with "
+            "warnings.filterwarnings('ignore', category=harness.HarnessExperimentalWarning)."
+        ),
+        skip=skip + 1,
     )
 
 
@@ -562,6 +629,26 @@ class PluginLoadError(HarnessError):
         self.entry_point = entry_point
         self.reason = reason if reason is not None else message
         super().__init__(message)
+
+
+class PluginLoadWarning(HarnessWarning):
+    """An installed plugin that turns itself on (a ``plugin.<name>`` entry point) failed to load.
+
+    It is skipped, and whatever does not need it goes on; emitted once per process per
+    entry point. The message is that of the :class:`PluginLoadError` it stands for.
+
+    Attributes:
+        plugin_name: The entry point's name.
+        distribution: The distribution that ships it, when known.
+    """
+
+    def __init__(self, message: str, plugin_name: str = "", distribution: str | None = None) -> None:
+        self.plugin_name = plugin_name
+        self.distribution = distribution
+        super().__init__(message, plugin_name, distribution)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class CapabilityError(HarnessError):

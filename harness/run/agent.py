@@ -20,6 +20,7 @@ from typing import Any, cast
 from harness.core.effects import Effects
 from harness.core.model import Model, ModelSettings, ToolDefinition
 from harness.errors import ToolDefinitionError
+from harness.hooks.defaults import default_plugin_manager
 from harness.hooks.manager import PluginManager
 from harness.models.resolve import resolve_model
 from harness.run.continuity import ContinuitySettings
@@ -78,7 +79,9 @@ class Agent:
         instructions: ``callable(RunContext) -> str`` (sync or async) for dynamic
             instructions, evaluated before every model request, never stored.
         plugin_manager: A prepared :class:`~harness.hooks.manager.PluginManager` (observers,
-            entry-point plugins); ``capabilities`` are added to it.
+            entry-point plugins); ``capabilities`` are added to it. Default:
+            :func:`~harness.hooks.defaults.default_plugin_manager`, the installed
+            ``plugin.<name>`` observers (``harness-otel``) and nothing else.
         max_iterations: Maximum model requests per run (``MaxIterationsExceeded``).
         request_timeout: Seconds a whole run may take (``RequestTimeout``); ``None`` = no limit.
         tool_max_retries: Attempts per call for transient tool failures (connection errors,
@@ -174,7 +177,7 @@ class Agent:
             if tool.name in tools_by_name:
                 raise ToolDefinitionError(f"two tools are named {tool.name!r}", tool_name=tool.name)
             tools_by_name[tool.name] = tool
-        self.plugin_manager = plugin_manager if plugin_manager is not None else PluginManager()
+        self.plugin_manager = plugin_manager if plugin_manager is not None else default_plugin_manager()
         resolved = resolve_model(model, plugin_manager=self.plugin_manager)
         if capabilities:
             manager = self.plugin_manager
