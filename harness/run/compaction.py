@@ -82,16 +82,19 @@ async def compact(
     model: Model | None = None,
     model_name: str | None = None,
     context_window: int | None = None,
-    force: bool = False,
+    force: bool = True,
     plugin_manager: PluginManager | None = None,
 ) -> CompactionResult:
     """Run a capability stack over a copy of ``messages``.
 
-    Without ``force`` each capability decides for itself, through its trigger, whether
-    to act (exactly as before a model request). With ``force=True`` every capability that
-    has its own ``compact`` method is made to act now (``compact(ctx, reason="forced")``),
-    bypassing its trigger; capabilities without one (e.g. a limit warner) and plain
-    plugins run their ``before_model_request`` as usual.
+    By default (``force=True``, what ``harness compact`` does, as a ``/compact`` command
+    would) every capability that has its own ``compact`` method is made to act now
+    (``compact(ctx, reason="forced")``), bypassing its trigger, so no context window is
+    needed; capabilities without one (e.g. a limit warner) and plain plugins run their
+    ``before_model_request`` as usual. With ``force=False`` (``harness compact
+    --if-needed``) each capability decides for itself, through its trigger, whether to act,
+    exactly as before a model request: a fraction trigger needs ``context_window`` (or a
+    ``model`` that reports one).
 
     Args:
         messages: The history; normally ending with the request about to be sent. It is
@@ -105,7 +108,8 @@ async def compact(
             supplies ``model_name`` and ``context_window`` when those are not given.
         model_name: Name of the model, used to pick the tokenizer.
         context_window: The model's context window, for fraction-based triggers.
-        force: Call each capability's ``compact`` directly instead of its trigger.
+        force: Call each capability's ``compact`` directly (the default) instead of
+            asking its trigger.
         plugin_manager: Supplies the ``on_compaction`` observers and the
             ``count_tokens`` hook. With ``capabilities`` given, the stack runs in a
             private manager and its events are forwarded to this one (which is not
@@ -178,7 +182,7 @@ def compact_sync(
     model: Model | None = None,
     model_name: str | None = None,
     context_window: int | None = None,
-    force: bool = False,
+    force: bool = True,
     plugin_manager: PluginManager | None = None,
 ) -> CompactionResult:
     """Run :func:`compact` to completion from synchronous code (with ``asyncio.run``).
