@@ -377,3 +377,23 @@ def test_search_is_a_scan_with_prefixes(folder: Path) -> None:
     assert store.search("zebra", session_id="other") == []
     assert session.session_id in {h.session_id for h in store.search("ZEBRA")}
     store.close()
+
+
+def test_the_cache_holds_a_few_sessions_however_many_were_touched(folder: Path) -> None:
+    """200 sessions written and read through one handle leave at most CACHED_SESSIONS in memory."""
+    from harness.stores.jsonfile import CACHED_SESSIONS
+
+    store = JsonFileStore(folder)
+    for index in range(200):
+        session = new_session(store, sample_messages()[:2], session_id=f"s{index}")
+        session.checkpoint()
+        assert Session.open(store, f"s{index}").messages == session.messages
+        assert len(store.cached_session_ids) <= CACHED_SESSIONS
+    assert store.cached_session_ids == tuple(f"s{i}" for i in range(200 - CACHED_SESSIONS, 200))
+    assert len(store.search("zebra", limit=1000)) == 400  # a scan of all 200 keeps the bound too
+    assert len(store.cached_session_ids) <= CACHED_SESSIONS
+    Session.open(store, "s0").messages.append(CanonicalMessage.request(UserPromptPart(content="again")))
+    reopened = Session.open(store, "s0")  # evicted long ago: read again from the files, then cached
+    assert len(reopened.messages) == 2
+    assert store.cached_session_ids[-1] == "s0"
+    store.close()
