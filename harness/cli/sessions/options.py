@@ -160,10 +160,10 @@ def _check_exists(url: str) -> None:
             raise SessionStoreError(url, "no store at this path; nothing was created")
         return
     scheme = url.split(":", 1)[0].lower()
-    if scheme in ("sqlite", "file") and not url.rstrip("/").endswith(":memory:"):
-        if not store_path(url).exists():
-            what = "database file" if scheme == "sqlite" else "store folder"
-            raise SessionStoreError(url, f"the {what} does not exist; nothing was created")
+    memory = url.rstrip("/").endswith(":memory:")
+    if scheme in ("sqlite", "file") and not memory and not store_path(url).exists():
+        what = "database file" if scheme == "sqlite" else "store folder"
+        raise SessionStoreError(url, f"the {what} does not exist; nothing was created")
 
 
 def default_store_missing(url: str) -> bool:
