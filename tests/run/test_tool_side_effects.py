@@ -275,6 +275,36 @@ async def test_queued_sync_calls_never_run_after_an_abort(store: SessionStore) -
     assert {k: stored.ledger[k].status for k in "ab"} == {"a": "unknown", "b": "cancelled"}
 
 
+async def test_an_approved_call_aborted_while_it_runs_is_not_held_again(store: SessionStore) -> None:
+    """A resumed approval that began is answered as it happened, so a later resume never runs it twice."""
+    from harness_tool_approval import Approve, ToolApproval
+
+    payment = Payment(0.5)
+    tool = Tool.from_function(payment.tool().function, name="pay", idempotent=False, needs_approval=True)
+    session = Session.create(store=store)
+
+    def agent() -> Agent:
+        return Agent(
+            calls_then(call("p", "pay", key="k")),
+            tools=[tool],
+            capabilities=[ToolApproval()],
+            tool_settle_timeout=0.05,
+        )
+
+    paused = await agent().run("go", session=session)
+    assert paused.status == "awaiting_approval"
+    resuming = agent()
+    task = asyncio.create_task(resuming.run(None, session=session, approvals={"p": Approve()}))
+    await wait_until(payment.started.is_set)
+    resuming.abort()
+    with pytest.raises(UserAbort):
+        await task
+    stored = Session.open(store, session.session_id)
+    assert answers_of(stored.messages)["p"].content == INTERRUPTED_UNKNOWN_CONTENT
+    assert stored.ledger["p"].status == "unknown"
+    assert check_invariants(stored.messages, persisted=True) == []
+
+
 # ---------------------------------------------------------------- events carry their answer
 
 
