@@ -14,13 +14,13 @@ from __future__ import annotations
 
 __all__ = ["Agent", "RunResult"]
 
-import asyncio
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, cast
 
 from harness.core.effects import Effects
 from harness.core.model import Model, ModelSettings, ToolDefinition
 from harness.errors import ToolDefinitionError
+from harness.hooks.defaults import default_plugin_manager
 from harness.hooks.manager import PluginManager
 from harness.models.resolve import resolve_model
 from harness.run.continuity import ContinuitySettings
@@ -29,6 +29,7 @@ from harness.run.orchestrator import RequestOrchestrator
 from harness.run.result import RunResult
 from harness.run.settings import InstructionsFunction, RunSettings
 from harness.run.stream import RunStream
+from harness.run.sync import run_sync
 from harness.run.threads import DEFAULT_TOOL_THREADS, ToolThreads
 from harness.session import Session
 from harness.tools.tool import Tool, as_tool
@@ -78,7 +79,9 @@ class Agent:
         instructions: ``callable(RunContext) -> str`` (sync or async) for dynamic
             instructions, evaluated before every model request, never stored.
         plugin_manager: A prepared :class:`~harness.hooks.manager.PluginManager` (observers,
-            entry-point plugins); ``capabilities`` are added to it.
+            entry-point plugins); ``capabilities`` are added to it. Default:
+            :func:`~harness.hooks.defaults.default_plugin_manager`, the installed
+            ``plugin.<name>`` observers (``harness-otel``) and nothing else.
         max_iterations: Maximum model requests per run (``MaxIterationsExceeded``).
         request_timeout: Seconds a whole run may take (``RequestTimeout``); ``None`` = no limit.
         tool_max_retries: Attempts per call for transient tool failures (connection errors,
@@ -174,7 +177,7 @@ class Agent:
             if tool.name in tools_by_name:
                 raise ToolDefinitionError(f"two tools are named {tool.name!r}", tool_name=tool.name)
             tools_by_name[tool.name] = tool
-        self.plugin_manager = plugin_manager if plugin_manager is not None else PluginManager()
+        self.plugin_manager = plugin_manager if plugin_manager is not None else default_plugin_manager()
         resolved = resolve_model(model, plugin_manager=self.plugin_manager)
         if capabilities:
             manager = self.plugin_manager
@@ -388,9 +391,28 @@ class Agent:
             pending_approvals=outcome.pending_approvals,
         )
 
-    def run_sync(self, prompt: str | None, session: Session | None = None) -> RunResult:
-        """Run :meth:`run` in a new event loop (for scripts; not inside a running loop)."""
-        return asyncio.run(self.run(prompt, session))
+    def run_sync(
+        self,
+        prompt: str | None,
+        session: Session | None = None,
+        *,
+        effects: Effects | None = None,
+        approvals: Mapping[str, object] | None = None,
+    ) -> RunResult:
+        """Run :meth:`run` in a new event loop and return its result (for scripts).
+
+        Takes the same arguments as :meth:`run` and raises the same errors. Inside a running
+        event loop (a notebook, an async function) it refuses before doing anything: await
+        :meth:`run` there (see :mod:`harness.run.sync` for why it does not start a thread).
+
+        Raises:
+            EventLoopRunningError: An event loop is running in this thread.
+        """
+        return run_sync(
+            lambda: self.run(prompt, session, effects=effects, approvals=approvals),
+            "Agent.run_sync",
+            "await agent.run(...)",
+        )
 
     def abort(self) -> None:
         """Abort every run of this agent in progress; each saves and raises ``UserAbort``."""

@@ -199,6 +199,9 @@ class Checkpoint:
         ledger: Ledger entries written or updated (by ``tool_call_id``).
         edits: Edit records to add: the one of this checkpoint's view rewrite, or, when
             a session is copied between stores, all of them.
+        head_fields: The :class:`SessionHead` fields that differ from the stored head
+            (``revision`` always among them), so a store may write only those columns;
+            ``None``: unknown, write the whole head (a new session, an import).
 
     Rules every store checks: ``head.revision`` is ``base_revision + 1``, except when
     creating (``base_revision == 0``), where it may be any revision ``>= 1`` (an import
@@ -214,6 +217,7 @@ class Checkpoint:
     thoughts: tuple[str, ...] = ()
     ledger: tuple[LedgerEntry, ...] = ()
     edits: tuple[EditRecord, ...] = ()
+    head_fields: frozenset[str] | None = None
 
 
 @attrs.frozen
