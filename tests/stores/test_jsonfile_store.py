@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.core.messages import CanonicalMessage, TextPart, ToolReturnPart, UserPromptPart
-from harness.errors import SessionConflictError, SessionNotFoundError, SessionStoreError
+from harness.errors import SessionConflictError, SessionIdError, SessionNotFoundError, SessionStoreError
 from harness.session import SESSION_KEYS, LedgerEntry, Session, list_sessions
 from harness.stores import open_store, store_url
 from harness.stores.filelog import STATE_FORMAT
@@ -236,8 +236,11 @@ def test_a_corrupt_plain_file_is_reported_and_kept(folder: Path) -> None:
 def test_ids_that_are_not_file_names_are_refused(folder: Path) -> None:
     store = JsonFileStore(folder)
     for bad in ("../escape", "a/b", ".hidden", ""):
-        with pytest.raises(SessionStoreError, match="file name"):
-            new_session(store, sample_messages(), session_id=bad).checkpoint()
+        with pytest.raises(SessionIdError):  # Session.create refuses it first
+            new_session(store, sample_messages(), session_id=bad)
+        unchecked = Session(store=store, messages=sample_messages(), session_id=bad, project_id="p")
+        with pytest.raises(SessionStoreError, match="file name"):  # the store refuses it too
+            unchecked.checkpoint()
         with pytest.raises(SessionNotFoundError):
             store.load(bad)
     with pytest.raises(SessionStoreError, match="file name"):
