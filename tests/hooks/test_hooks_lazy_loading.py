@@ -19,7 +19,7 @@ import pytest
 
 import harness
 import harness.hooks.entrypoints as entrypoints_module
-from harness import Agent, HarnessExperimentalWarning, HarnessWarning, PluginLoadWarning
+from harness import Agent, HarnessExperimentalWarning, HarnessWarning, PluginLoadWarning, hookimpl
 from harness.errors import PluginLoadError, warn_at_caller
 from harness.hooks.defaults import add_installed, default_plugin_manager
 from harness.hooks.entrypoints import provides, select_entry_points
@@ -208,3 +208,26 @@ def test_a_broken_capability_breaks_only_the_stacks_naming_it(monkeypatch: pytes
         for module in list(sys.modules):
             if module.startswith(("harness_fixture_good", "harness_fixture_broken")):
                 del sys.modules[module]
+
+
+def test_hook_discovery_cached_per_class_still_sees_what_an_instance_sets_itself() -> None:
+    # every default manager registers the installed observers, so what a class holds is
+    # looked up once per class; an instance's own attributes are looked at every time
+    class Observer:
+        @hookimpl
+        def on_tool(self, ctx: object, event: object) -> None:
+            del ctx, event
+
+    plain, extended = Observer(), Observer()
+
+    def after_node(ctx: object, node: object) -> None:
+        del ctx, node
+
+    extended.after_node = hookimpl(after_node)  # pyright: ignore[reportAttributeAccessIssue]
+    first, second = harness.PluginManager(), harness.PluginManager()
+    first.register(plain, name="plain")
+    second.register(extended, name="extended")
+    assert [i.hooks for i in first.list_plugins()] == [("on_tool",)]
+    assert [i.hooks for i in second.list_plugins()] == [("after_node", "on_tool")]
+    registered = second.pluggy_manager.hook.after_node.get_hookimpls()
+    assert [impl.plugin_name for impl in registered] == ["extended"]
