@@ -32,6 +32,7 @@ from harness.capabilities._stack_entries import StackEntry, stack_error
 from harness.capabilities._stack_grammar import is_entry_list, parse_stack
 from harness.capabilities.base import Capability
 from harness.errors import HarnessError
+from harness.hooks.bundled import missing_plugin_hint
 from harness.hooks.entrypoints import hook_names
 from harness.hooks.installed import installed_capabilities, installed_selection
 
@@ -115,6 +116,9 @@ def _build_entry(
         reason = (installed_selection().excluded if excluded is None else excluded).get(entry.name)
         if reason is not None:
             raise stack_error(f"capability {entry.name!r} is installed but {reason}", source=source)
+        hint = missing_plugin_hint([entry.name])
+        if hint is not None:  # a bundled capability on a core-only install: say what to install
+            raise stack_error(f"unknown capability {entry.name!r}: {hint}", source=source)
         raise stack_error(
             f"unknown capability {entry.name!r}",
             source=source,

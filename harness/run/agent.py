@@ -14,7 +14,6 @@ from __future__ import annotations
 
 __all__ = ["Agent", "RunResult"]
 
-import asyncio
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, cast
 
@@ -30,6 +29,8 @@ from harness.run.orchestrator import RequestOrchestrator
 from harness.run.result import RunResult
 from harness.run.settings import InstructionsFunction, RunSettings
 from harness.run.stream import RunStream
+from harness.run.sync import run_sync
+from harness.run.threads import DEFAULT_TOOL_THREADS, ToolThreads
 from harness.session import Session
 from harness.tools.tool import Tool, as_tool
 
@@ -112,9 +113,16 @@ class Agent:
             invariant guard rejects any capability that changes or drops it.
         plan_tools: Tool names whose calls write the plan (besides names holding ``todo``
             or ``plan``).
+        tool_threads: The threads sync tools run in: a number (a bounded pool this agent
+            owns, created on first use; default 16) or a
+            :class:`~harness.run.threads.ToolThreads` to share one pool between agents.
+            Every call's thread is tracked, so a stopping run knows which calls still run.
+        tool_settle_timeout: Seconds a run that stops (abort, timeout, error) waits for
+            sync calls still running; one that finishes in time keeps its result, one
+            still running is answered "outcome unknown" (ledger ``unknown``).
 
     Raises:
-        ValueError: A limit is below 1.
+        ValueError: A limit is below 1, or ``tool_settle_timeout`` is negative.
         TypeError: A capability is neither a capability object, nor a string, nor an
             entry (the message names its index and type).
         StackConfigError: A capability string is invalid (the message names
@@ -146,6 +154,8 @@ class Agent:
         pause_after_compaction: bool | Collection[str] = False,
         pin_anchors: bool = False,
         plan_tools: Collection[str] = (),
+        tool_threads: int | ToolThreads = DEFAULT_TOOL_THREADS,
+        tool_settle_timeout: float = 1.0,
     ) -> None:
         _positive("max_iterations", max_iterations)
         _positive("tool_max_retries", tool_max_retries)
@@ -158,6 +168,9 @@ class Agent:
             raise ValueError(f"request_timeout must be positive or None, got {request_timeout}")
         if tool_retry_base_delay < 0:
             raise ValueError(f"tool_retry_base_delay must be >= 0, got {tool_retry_base_delay}")
+        if not tool_settle_timeout >= 0:  # NaN too
+            raise ValueError(f"tool_settle_timeout must be >= 0 (seconds), got {tool_settle_timeout}")
+        threads = tool_threads if isinstance(tool_threads, ToolThreads) else ToolThreads(tool_threads)
         tools_by_name: dict[str, Tool] = {}
         for item in tools:
             tool = as_tool(item)
@@ -203,6 +216,8 @@ class Agent:
                 pin_anchors=pin_anchors,
                 plan_tools=plan_tools,
             ),
+            tool_threads=threads,
+            tool_settle_timeout=float(tool_settle_timeout),
         )
         """Everything a run reads from this agent, frozen (see :class:`~harness.run.settings.RunSettings`)."""
         self._active: set[RequestOrchestrator] = set()
@@ -376,9 +391,28 @@ class Agent:
             pending_approvals=outcome.pending_approvals,
         )
 
-    def run_sync(self, prompt: str | None, session: Session | None = None) -> RunResult:
-        """Run :meth:`run` in a new event loop (for scripts; not inside a running loop)."""
-        return asyncio.run(self.run(prompt, session))
+    def run_sync(
+        self,
+        prompt: str | None,
+        session: Session | None = None,
+        *,
+        effects: Effects | None = None,
+        approvals: Mapping[str, object] | None = None,
+    ) -> RunResult:
+        """Run :meth:`run` in a new event loop and return its result (for scripts).
+
+        Takes the same arguments as :meth:`run` and raises the same errors. Inside a running
+        event loop (a notebook, an async function) it refuses before doing anything: await
+        :meth:`run` there (see :mod:`harness.run.sync` for why it does not start a thread).
+
+        Raises:
+            EventLoopRunningError: An event loop is running in this thread.
+        """
+        return run_sync(
+            lambda: self.run(prompt, session, effects=effects, approvals=approvals),
+            "Agent.run_sync",
+            "await agent.run(...)",
+        )
 
     def abort(self) -> None:
         """Abort every run of this agent in progress; each saves and raises ``UserAbort``."""
