@@ -103,15 +103,20 @@ class JsonFileStore:
     Args:
         path: The folder (created with mode 0700 if missing).
         durability: ``"normal"`` survives a killed process; ``"full"`` fsyncs every commit.
+        read_only: Read an existing folder only (what read-only commands do): nothing is
+            created in it, not even the lock file, and a write raises.
 
     Raises:
-        SessionStoreError: ``path`` exists and is not a folder, or cannot be created.
+        SessionStoreError: ``path`` exists and is not a folder, or cannot be created; with
+            ``read_only``, also when it does not exist.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, durability: Durability = "normal") -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, durability: Durability = "normal", read_only: bool = False
+    ) -> None:
         self.path = Path(path)
         self._url = f"file://{self.path.absolute()}"
-        self._folder = StoreFolder(self.path, self._url, durable=durability == "full")
+        self._folder = StoreFolder(self.path, self._url, durable=durability == "full", read_only=read_only)
         self._cache: OrderedDict[str, _Loaded] = OrderedDict()
         self._stems: dict[str, str] = {}
         self.problems: list[tuple[Path, str]] = []
