@@ -45,6 +45,7 @@ import attrs
 
 from harness.errors import HarnessWarning, SessionConflictError, SessionNotFoundError, SessionStoreError
 from harness.session.files import backup_path
+from harness.session.lease import LeaseHolder
 from harness.session.query import check_limit, parse_query, text_words
 from harness.session.records import (
     Checkpoint,
@@ -72,6 +73,8 @@ from harness.stores.filelog import (
     state_nonce,
 )
 from harness.stores.folder import LOCK_NAME, StoreFolder
+from harness.stores.leasefile import drop_lease as _drop_lease
+from harness.stores.leasefile import take_lease as _take_lease
 from harness.stores.rows import check_checkpoint, prune_plan, snippet
 
 _STATE = ".state"
@@ -555,6 +558,21 @@ class JsonFileStore:
         trimmed = _Loaded(new_state, loaded.bodies, loaded.journal, files=self._stat(new_state))
         self._remember(session_id, trimmed)
         return len(entries) - len(kept)
+
+    def take_lease(self, session_id: str, holder: LeaseHolder) -> None:
+        """Take the session's run lease (``.<session_id>.lease``; see :mod:`harness.stores.leasefile`)."""
+        if _NAME_PROBLEM.search(session_id):
+            raise SessionStoreError(
+                self._url, "the session id cannot be part of a file name", session_id=session_id
+            )
+        with self._locked(exclusive=True):
+            _take_lease(self._folder, self._url, session_id, holder)
+
+    def drop_lease(self, session_id: str, token: str) -> None:
+        """Drop the session's run lease if ``token`` holds it."""
+        if not _NAME_PROBLEM.search(session_id):
+            with self._locked(exclusive=True):
+                _drop_lease(self._folder, session_id, token)
 
     def close(self) -> None:
         """Release the lock file; the store is unusable afterwards."""

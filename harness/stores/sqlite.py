@@ -44,6 +44,7 @@ from typing import Any, Literal
 import attrs
 
 from harness.errors import SessionConflictError, SessionStoreError
+from harness.session.lease import LeaseHolder
 from harness.session.query import check_limit, parse_query
 from harness.session.records import (
     Checkpoint,
@@ -68,6 +69,8 @@ from harness.stores.rows import (
 )
 from harness.stores.sqlite_fts import fts_query
 from harness.stores.sqlite_heads import HEAD_SELECT, read_head, write_head
+from harness.stores.sqlite_leases import drop_lease as _drop_lease
+from harness.stores.sqlite_leases import take_lease as _take_lease
 from harness.stores.sqlite_schema import MIGRATIONS as _MIGRATIONS
 from harness.stores.sqlite_schema import SCHEMA_VERSION
 from harness.stores.sqlite_values import bind as _bind
@@ -539,6 +542,16 @@ class SqliteStore:
             SearchHit(sid, seq, snippet(_text_of_body(body), words), -float(rank))
             for sid, seq, body, rank in rows
         ]
+
+    def take_lease(self, session_id: str, holder: LeaseHolder) -> None:
+        """Take the session's run lease (see :class:`~harness.session.lease.LeasingStore`)."""
+        with self._write() as db:
+            _take_lease(db, self._url, session_id, holder)
+
+    def drop_lease(self, session_id: str, token: str) -> None:
+        """Drop the session's run lease if ``token`` holds it."""
+        with self._write() as db:
+            _drop_lease(db, session_id, token)
 
     def close(self) -> None:
         """Close the database connection."""

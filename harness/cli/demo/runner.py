@@ -40,6 +40,7 @@ from harness.cli.demo.measure import Comparison, RequestMeasure, RequestMeter, c
 from harness.cli.sessions.files import session_file
 from harness.core.messages import CanonicalMessage
 from harness.history import check_invariants
+from harness.hooks.defaults import default_plugin_manager
 from harness.hooks.manager import PluginManager
 from harness.replay.offline import recorded_system_prompt, use_structural_digest
 from harness.session import Session
@@ -83,7 +84,7 @@ def default_root() -> Path:
 
 
 def _manager(meter: RequestMeter) -> PluginManager:
-    manager = PluginManager()
+    manager = default_plugin_manager()  # installed observers (harness-otel) see the demo's runs too
     manager.register(meter, name="request_meter")
     return manager
 

@@ -19,7 +19,7 @@ from harness.cli.sessions.options import (
     store_options,
     store_url_for,
 )
-from harness.cli.sessions.render import head_json, plural, when
+from harness.cli.sessions.render import first_prompt, head_json, plural, when
 from harness.session import SessionHead
 
 
@@ -73,12 +73,12 @@ def list_command(
 ) -> None:
     """List the sessions of the store, most recently modified first.
 
+    Each row: the id, the task's first prompt (clipped), when it was last written, the
+    messages the model sees next (the view), the raw log's length, the revision, the model,
+    and the session it was forked from. A folder store also lists the files it cannot read.
+
     The store is opened read-only: a store given with --store that does not exist is an
     error, and nothing is created (the default store not created yet lists no sessions).
-
-    Each row: the id, when it was last written, the messages the model sees next (the
-    view), the raw log's length, the revision, the model, and the session it was forked
-    from. A folder store also lists the files it cannot read.
     """
     url = store_url_for(ctx)
     rows: list[tuple[SessionHead, Path | None]] = []
@@ -105,10 +105,20 @@ def list_command(
         if not rows:
             out.print(f"[dim]no sessions in {escaped(shown_url)}[/dim]")
         else:
-            table = Table("session", "last modified", "messages", "log", "revision", "model", "forked from")
+            table = Table(
+                "session",
+                "first prompt",
+                "last modified",
+                "messages",
+                "log",
+                "revision",
+                "model",
+                "forked from",
+            )
             for head, _ in rows:
                 table.add_row(
                     escaped(head.session_id),
+                    escaped(first_prompt(head) or "-"),
                     when(head.last_modified),
                     str(head.view_length),
                     f"{head.log_length}{' (pruned)' if head.log_pruned else ''}",
