@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.stores import SqliteStore
+
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = Path(sys.executable).with_name("harness")
 TRANSCRIPT = ROOT / "harness" / "cli" / "demo" / "transcript.json"
@@ -71,7 +73,10 @@ def _broken_mentions(text: str) -> int:
 def test_a_broken_third_party_plugin_breaks_no_command_that_does_not_use_it(
     broken_site: Path, tmp_path: Path, args: list[str]
 ) -> None:
-    done = _run([str(HARNESS), *args], _env(tmp_path, broken_site), tmp_path)
+    env = _env(tmp_path, broken_site)
+    if args[0] == "sessions":  # read-only: the store must exist (a missing one is an error)
+        SqliteStore(tmp_path / "sessions.db").close()
+    done = _run([str(HARNESS), *args], env, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     assert _broken_mentions(done.stderr) == 1, done.stderr  # warned once, and went on
