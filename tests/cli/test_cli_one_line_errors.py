@@ -179,3 +179,30 @@ def test_the_console_script_prints_one_line_for_a_usage_error(tmp_path: Path, en
         check=False,
     )
     assert _assert_one_line(done) == "error: NoSuchOption: No such option '--no-such-option'."
+
+
+def test_stats_reports_each_bad_file_and_goes_on(tmp_path: Path, env: dict[str, str]) -> None:
+    good = tmp_path / "good.json"
+    good.write_text('[{"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "hi"}]}]')
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"hello": 1}')
+    empty = tmp_path / "empty.json"
+    empty.write_text("")
+    table, document = _run_all(
+        [["stats", str(bad), str(good), str(empty)], ["stats", "--json", str(bad), str(good), str(empty)]],
+        cwd=tmp_path,
+        env=env,
+    )
+    for done in (table, document):
+        assert done.returncode == 2, done.stderr
+        lines = done.stderr.splitlines()
+        assert len(lines) == 2, done.stderr
+        assert lines[0].startswith(f"error: HistoryFileError: {bad}: ")
+        assert lines[1] == f"error: HistoryFileError: {empty}: the file is empty"
+    assert "good.json" in table.stdout
+    parsed = json.loads(document.stdout)
+    assert [row["file"] for row in parsed["files"]] == [str(good)]
+    assert [(e["file"], e["error"]) for e in parsed["errors"]] == [
+        (str(bad), "HistoryFileError"),
+        (str(empty), "HistoryFileError"),
+    ]
