@@ -118,8 +118,12 @@ class SqliteStore:
         self._lock = threading.RLock()
         self._closed = False
         if self.path is not None and not self.path.exists():
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)
+            except OSError as exc:
+                where = exc.filename if exc.filename is not None else self.path
+                raise SessionStoreError(self._url, f"cannot create {where}: {exc.strerror or exc}") from exc
             os.close(fd)
         target = str(self.path) if self.path is not None else ":memory:"
         try:

@@ -102,12 +102,19 @@ def test_bad_values_and_missing_files_print_one_line(tmp_path: Path, env: dict[s
         (["demo", "--budget", "-5"], "BadParameter"),
         (["sessions", "show", "no-such-session"], "SessionNotFoundError"),
         (["sessions", "list", "--store", "nope://x"], "StoreResolutionError"),
+        (["sessions", "list", "--store", "sqlite:////proc/no/such/folder/s.db"], "SessionStoreError"),
         (["hooks", "extra-argument"], "UsageError"),
         (["plugins", "--json", "extra"], "UsageError"),
         (["worker"], "MissingParameter"),
         (["worker", "nope"], "UsageError"),
         (["worker", "dbos"], "MissingParameter"),
         (["worker", "temporal", "--sticky-timeout", "soon"], "BadParameter"),
+        (["worker", "temporal", "--agent", "no_such_module:agent"], "AgentLoadError"),
+        (["worker", "temporal", "--store", "app=sqlite:////proc/no/such/folder/s.db"], "SessionStoreError"),
+        (
+            ["worker", "dbos", "--system-db", f"sqlite:///{tmp_path}/d.sqlite", "--agent", "no_such:x"],
+            "AgentLoadError",
+        ),
         (["-v", "run", "--no-such-option"], "NoSuchOption"),
     ]
     for done, (_, kind) in zip(_run_all([c for c, _ in cases], cwd=tmp_path, env=env), cases, strict=True):

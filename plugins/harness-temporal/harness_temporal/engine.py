@@ -47,7 +47,7 @@ from temporalio.worker import Worker
 from harness.config import load_agent
 from harness.durable import RunSpec as DurableRunSpec
 from harness.durable import RunSummary, StoreDirectory, StoreReference, agent_fingerprint, store_reference
-from harness.errors import EngineConnectionError, WorkflowIncompatibleError
+from harness.errors import EngineConnectionError, HarnessError, WorkflowIncompatibleError
 from harness_temporal.activities import HarnessActivities
 from harness_temporal.errors import TemporalRunError
 from harness_temporal.failures import rebuild
@@ -328,12 +328,17 @@ async def run_worker(
     """
     directory = StoreDirectory.from_options(stores)
     activities = HarnessActivities(stores=directory)
-    for reference in agents:
-        activities.agent(reference)
-    for name in directory:
-        url = directory.url(name)
-        if url is not None:
-            activities.store(StoreReference.named(name))
+    try:
+        for reference in agents:
+            activities.agent(reference)
+        for name in directory:
+            url = directory.url(name)
+            if url is not None:
+                activities.store(StoreReference.named(name))
+    except ApplicationError as exc:  # what an activity would fail with: the worker raises the error itself
+        if isinstance(exc.__cause__, HarnessError):
+            raise exc.__cause__ from None
+        raise
     client = await connect_client(address, namespace=namespace, timeout=connect_timeout)
     worker = create_worker(
         client, task_queue=task_queue, activities=activities, sticky_timeout=sticky_timeout
