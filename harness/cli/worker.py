@@ -15,20 +15,26 @@ __all__ = ["worker"]
 import click
 
 from harness.cli._app import EXIT_OK, EXIT_PROBLEM, cli, console, escaped
-from harness.hooks.manager import PluginManager
+from harness.hooks.defaults import add_installed, default_plugin_manager
+from harness.hooks.entrypoints import provides
+from harness.hooks.installed import installed_selection
 
 _KNOWN = {"dbos": "harness-dbos", "temporal": "harness-temporal"}
 
 
-def _installed(manager: PluginManager) -> list[str]:
-    """The known engines (``dbos``, ``temporal``) an installed plugin runs workers for."""
-    return [name for name in _KNOWN if manager.resolve_engine(name) is not None]
+def _installed() -> list[str]:
+    """The engines installed plugins declare (their ``engine.<NAME>`` entry points), none imported."""
+    names = {
+        key
+        for ep, _ in installed_selection().selected
+        for kind, key in [provides(ep.name)]
+        if kind == "engine"
+    }
+    return sorted(names)
 
 
 def _help(ctx: click.Context) -> str:
-    manager = PluginManager()
-    manager.load_entrypoint_plugins()
-    installed = _installed(manager)
+    installed = _installed()
     engines = ", ".join(installed) if installed else f"none (install {' or '.join(_KNOWN.values())})"
     return f"{ctx.get_help()}\n\nInstalled engines: {engines}."
 
@@ -55,12 +61,12 @@ def worker(ctx: click.Context, engine: str, arguments: tuple[str, ...]) -> None:
     if engine in ("--help", "-h"):
         click.echo(_help(ctx))
         ctx.exit(EXIT_OK)
-    manager = PluginManager()
-    manager.load_entrypoint_plugins()
+    manager = default_plugin_manager()
+    add_installed(manager, "engine", engine)  # only the plugins of engine.<ENGINE> entry points
     command = manager.resolve_engine(engine)
     if command is None:
         known = _KNOWN.get(engine.strip().lower())
-        installed = _installed(manager)
+        installed = _installed()
         hint = f"; install {known}" if known else ""
         listed = ", ".join(installed) if installed else "none"
         raise click.UsageError(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["open_store"]
+__all__ = ["open_store", "url_scheme"]
 
 import os
 from collections.abc import Sequence
@@ -31,6 +31,16 @@ def _builtin(url: str, scheme: str) -> SessionStore | None:
 _BUILTIN_SCHEMES: Sequence[str] = ("sqlite", "file")
 
 
+def url_scheme(url: str) -> str:
+    """The scheme :func:`open_store` reads ``url`` as, lower-cased.
+
+    A bare path is ``"file"`` when it is an existing directory, else ``"sqlite"``.
+    """
+    text = url.strip()
+    scheme = urlsplit(text).scheme.lower() if "://" in text else ""
+    return scheme or ("file" if Path(text).is_dir() else "sqlite")
+
+
 def open_store(
     url: str | os.PathLike[str] | None = None, *, plugin_manager: StoreResolver | None = None
 ) -> SessionStore:
@@ -50,9 +60,8 @@ def open_store(
     text = text.strip()
     if not text:
         raise StoreResolutionError(text, "the store URL is empty")
-    scheme = urlsplit(text).scheme.lower() if "://" in text else ""
-    if not scheme:
-        scheme = "file" if Path(text).is_dir() else "sqlite"
+    scheme = url_scheme(text)
+    if "://" not in text:
         text = store_url(text, scheme)
     if plugin_manager is not None:
         answer = plugin_manager.resolve_store(text)

@@ -130,7 +130,7 @@ def test_demo_without_the_example_agent(runner: CliRunner, monkeypatch: pytest.M
     result = runner.invoke(cli, ["demo"])
     assert result.exit_code == 2
     assert "CodingAgentMissingError" in result.output
-    assert "pip install 'harness-loop[demo]'" in result.output
+    assert "pip install ./examples/coding-agent ./plugins/harness-*" in result.output
 
 
 def test_demo_bad_stack_is_a_usage_error(runner: CliRunner) -> None:

@@ -66,8 +66,9 @@ def load_coding_agent() -> ModuleType:
     except ImportError as exc:
         raise CodingAgentMissingError(
             f"this command runs the example agent ({CODING_AGENT_DISTRIBUTION}), which is not "
-            "installed: pip install 'harness-loop[demo]' (the agent and the capability plugins of "
-            "its stack; in a checkout: uv sync --all-packages)"
+            "installed: from a clone of harness, pip install ./examples/coding-agent ./plugins/harness-* "
+            "(the agent and the capability plugins of its stack; harness-loop is not on PyPI yet; "
+            "in a checkout: uv sync --all-packages)"
         ) from exc
 
 

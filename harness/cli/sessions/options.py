@@ -25,7 +25,6 @@ __all__ = [
     "with_note",
 ]
 
-import re
 from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,14 +34,15 @@ import click
 from click.core import ParameterSource
 
 from harness.cli._app import HarnessCliError
-from harness.errors import HarnessError
+from harness.errors import HarnessError, SessionIdError
+from harness.session.ids import SESSION_ID_PATTERN, check_session_id
 from harness.session.store import SessionStore
 from harness.stores import default_store_url, store_url
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
-SESSION_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-"""A session id a command accepts for a new session: safe as a file name in every store."""
+SESSION_NAME: Final = SESSION_ID_PATTERN
+"""A session id a command accepts for a new session (:data:`harness.session.ids.SESSION_ID_PATTERN`)."""
 
 STORE_HELP: Final = (
     "Session store: sqlite:///PATH.db, file:///DIR (JSON files), postgresql://USER@HOST/DB "
@@ -131,17 +131,15 @@ def opened_store(url: str) -> Generator[SessionStore]:
 
 
 def check_session_name(value: str, param_hint: str) -> str:
-    """``value`` when it is a valid new session id.
+    """``value`` when it is a valid new session id (the rule of :mod:`harness.session.ids`).
 
     Raises:
         click.BadParameter: It is not 1-64 letters, digits, ``.``, ``_`` or ``-``.
     """
-    if not SESSION_NAME.fullmatch(value):
-        raise click.BadParameter(
-            f"{value!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
-            param_hint=param_hint,
-        )
-    return value
+    try:
+        return check_session_id(value)
+    except SessionIdError as exc:
+        raise click.BadParameter(str(exc), param_hint=param_hint) from None
 
 
 def with_note(error: HarnessError, note: str) -> HarnessCliError:

@@ -126,9 +126,23 @@ _SET = ", ".join(f"{c} = {c} OR %s" if c == "log_pruned" else f"{c} = %s" for c 
 class Statements:
     """The statements of a store whose tables live in ``schema``."""
 
+    def update_head_columns(self, columns: tuple[str, ...]) -> bytes:
+        """``UPDATE`` of only these head columns (then ``WHERE session_id = %s``), composed once per set."""
+        statement = self._updates.get(columns)
+        if statement is None:
+            assignments = ", ".join(f"{c} = {c} OR %s" if c == "log_pruned" else f"{c} = %s" for c in columns)
+            statement = compose(
+                f"UPDATE {{s}}.sessions SET {assignments} WHERE session_id = %s", self._schema
+            )
+            self._updates[columns] = statement
+        return statement
+
     def __init__(self, schema: str) -> None:
         def c(template: str) -> bytes:
             return compose(template, schema)
+
+        self._schema = schema
+        self._updates: dict[tuple[str, ...], bytes] = {}
 
         text_config = f"'{TEXT_SEARCH_CONFIG}'"
         self.select_head = c(f"SELECT {_HEAD} FROM {{s}}.sessions WHERE session_id = %s")
@@ -236,7 +250,7 @@ class Statements:
         self.mark_pruned = c("UPDATE {s}.sessions SET log_pruned = true WHERE session_id = %s")
         search = (
             "SELECT l.session_id, l.seq, l.body, ts_rank(l.tsv, q.query) AS rank FROM {s}.log l, "
-            f"(SELECT websearch_to_tsquery({text_config}, %s) && to_tsquery({text_config}, %s) AS query) "
+            f"(SELECT to_tsquery({text_config}, %s) AS query) "
             "AS q "
             "WHERE l.tsv @@ q.query{only} ORDER BY rank DESC, l.session_id, l.seq LIMIT %s"
         )

@@ -19,6 +19,7 @@ from harness import (
     ToolCallPart,
     ToolReturnPart,
 )
+from harness.errors import SearchQueryError
 from harness.session import LedgerEntry
 
 _T = datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC)
@@ -189,7 +190,7 @@ def test_prune_drop_log_keeps_what_the_view_shows(pg_store: PostgresStore, pg_ad
     assert [e.seq for e in pg_store.read_log("new")] == [0, 1, 2]
 
 
-def test_search_ranks_supports_web_syntax_and_prefixes(pg_store: PostgresStore) -> None:
+def test_search_ranks_and_follows_the_core_grammar(pg_store: PostgresStore) -> None:
     first = Session.create(
         store=pg_store,
         messages=[
@@ -224,7 +225,8 @@ def test_search_ranks_supports_web_syntax_and_prefixes(pg_store: PostgresStore) 
     assert pg_store.search("...") == pg_store.search("") == pg_store.search("  ") == []
     assert pg_store.search("it's & | ! ( :*") == []  # tsquery syntax is never an error
     assert len(pg_store.search("albatross", limit=1)) == 1
-    assert pg_store.search("albatross", limit=0) == []
+    with pytest.raises(SearchQueryError, match="got 0"):
+        pg_store.search("albatross", limit=0)
 
 
 def test_odd_and_huge_texts_are_stored_whole_and_indexed(pg_store: PostgresStore) -> None:
