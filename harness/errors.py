@@ -203,8 +203,7 @@ def warn_at_caller(warning: Warning, *, skip: int = 0) -> None:
         frame.f_code.co_filename,
         frame.f_lineno,
         module=str(namespace.get("__name__", "<string>")),
-        registry=registry,
-        module_globals=namespace,
+        registry=registry,  # no module_globals: a `python -c` loader cannot give its source
     )
 
 

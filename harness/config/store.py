@@ -22,7 +22,10 @@ from harness.stores.opening import url_scheme
 
 
 def open_store(
-    url: str | os.PathLike[str] | None = None, *, plugin_manager: PluginManager | None = None
+    url: str | os.PathLike[str] | None = None,
+    *,
+    plugin_manager: PluginManager | None = None,
+    read_only: bool = False,
 ) -> SessionStore:
     """Open a session store with the installed plugins' ``resolve_store`` hook.
 
@@ -33,15 +36,18 @@ def open_store(
         plugin_manager: The manager to ask, as it is; default:
             :func:`~harness.hooks.defaults.default_plugin_manager` with the installed
             plugins of the URL's scheme (``store.<scheme>`` entry points) registered.
+        read_only: Open a built-in store for reading only; it must exist (see
+            :func:`harness.stores.open_store`).
 
     Raises:
         StoreResolutionError: No plugin and no built-in store understands the URL.
         PluginLoadError: The installed plugin for the URL's scheme failed to import.
-        SessionStoreError: The store exists but cannot be used (corrupt, newer schema).
+        SessionStoreError: The store exists but cannot be used (corrupt, newer schema), or
+            with ``read_only`` it does not exist.
     """
     text = os.fspath(url) if url is not None else default_store_url()
     manager = plugin_manager
     if manager is None:
         manager = default_plugin_manager()
         add_installed(manager, "store", url_scheme(text))
-    return _open_store(text, plugin_manager=manager)
+    return _open_store(text, plugin_manager=manager, read_only=read_only)

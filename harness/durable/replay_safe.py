@@ -51,9 +51,11 @@ DURABLE_MARK = "harness.durable"
 def mark_checkpoint(checkpoint: Checkpoint, run_key: str, number: int) -> Checkpoint:
     """``checkpoint`` with its head marked as commit ``number`` of run ``run_key``."""
     head = checkpoint.head
+    fields = checkpoint.head_fields
     return attrs.evolve(
         checkpoint,
         head=attrs.evolve(head, metadata={**head.metadata, DURABLE_MARK: {"run": run_key, "commit": number}}),
+        head_fields=None if fields is None else fields | {"metadata"},  # the mark is a change to write
     )
 
 

@@ -67,7 +67,8 @@ def add_installed(manager: PluginManager, kind: Provided, key: str) -> list[str]
 
     Args:
         manager: The manager to register them in; one already registered is left alone.
-        kind: ``"store"`` (``key`` is a URL scheme) or ``"engine"`` (an engine name).
+        kind: ``"store"`` (``key`` is a URL scheme), ``"engine"`` (an engine name) or
+            ``"model"`` (a model-string prefix).
         key: The scheme or name, compared lower-cased.
 
     Returns:

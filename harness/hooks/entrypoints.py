@@ -8,6 +8,8 @@ harness imports a plugin only when that is asked for (:func:`provides`):
 * ``store.<scheme>``: a module answering ``resolve_store``, imported when a ``<scheme>://``
   URL is opened (one entry point per scheme);
 * ``engine.<name>``: a module answering ``resolve_engine``, imported by ``harness worker <name>``;
+* ``model.<prefix>``: a plugin answering ``resolve_model``, imported when an agent's model
+  string starts with ``<prefix>:``;
 * ``plugin.<name>``: an observer registered in every default plugin manager (``Agent()``,
   ``harness.open_store()``, the CLI): installing it turns it on.
 
@@ -70,20 +72,20 @@ PluginKind: TypeAlias = Literal["capability", "plugin", "available"]
 
 _IMPL_ATTR: Final = f"{PROJECT_NAME}_impl"
 
-Provided: TypeAlias = Literal["capability", "store", "engine", "plugin"]
+Provided: TypeAlias = Literal["capability", "store", "engine", "model", "plugin"]
 """What an entry point provides, read from its name (see :func:`provides`)."""
 
-KINDS: Final[tuple[Provided, ...]] = ("store", "engine", "plugin")
-"""The entry-point name prefixes (``store.``, ``engine.``, ``plugin.``); any other name is a capability."""
+KINDS: Final[tuple[Provided, ...]] = ("store", "engine", "model", "plugin")
+"""The entry-point name prefixes (``store.``, ``engine.``, ``model.``, ``plugin.``); others: capabilities."""
 
 
 def provides(name: str) -> tuple[Provided, str]:
     """What the entry point ``name`` provides, and for which key.
 
     ``"store.postgresql"`` is ``("store", "postgresql")``, ``"engine.dbos"``
-    ``("engine", "dbos")``, ``"plugin.otel"`` ``("plugin", "otel")``; any other name is a
-    capability of that name: ``"sliding_window"`` is ``("capability", "sliding_window")``.
-    Keys compare lower-cased.
+    ``("engine", "dbos")``, ``"model.mine"`` ``("model", "mine")``, ``"plugin.otel"``
+    ``("plugin", "otel")``; any other name is a capability of that name:
+    ``"sliding_window"`` is ``("capability", "sliding_window")``. Keys compare lower-cased.
     """
     prefix, dot, key = name.partition(".")
     for kind in KINDS:

@@ -7,8 +7,8 @@ breaks only what needs it: asking for its capability, scheme or engine raises
 :class:`~harness.errors.PluginLoadError`; a ``plugin.<name>`` observer that fails is
 skipped with one :class:`~harness.errors.PluginLoadWarning` per process. What the allow and
 block lists (``HARNESS_LOAD_PLUGINS`` / ``HARNESS_DISABLE_PLUGINS``) let through is read
-once per value of those variables (and of ``sys.path``); what is imported stays in Python's
-module cache.
+once per value of those variables (and of ``sys.path``); an imported object is kept while
+its module stays imported.
 """
 
 from __future__ import annotations
@@ -62,8 +62,19 @@ def installed_selection() -> EntryPointSelection:
     return _selection(*_key())
 
 
+_loaded: dict[tuple[str, str], tuple[object, object]] = {}
+"""(name, value) -> (the module it came from, the object), while that module stays imported."""
+
+
 def _load(ep: importlib.metadata.EntryPoint, source: PluginSource) -> object:
-    return load_entry_point(ep, source)  # Python's module cache keeps what was imported
+    """The object ``ep`` names, imported and checked once while its module stays in ``sys.modules``."""
+    key = (ep.name, ep.value)
+    cached = _loaded.get(key)
+    if cached is not None and sys.modules.get(ep.module) is cached[0]:
+        return cached[1]
+    obj = load_entry_point(ep, source)
+    _loaded[key] = (sys.modules.get(ep.module), obj)
+    return obj
 
 
 def installed_plugins(kind: Provided, key: str) -> list[tuple[str, object]]:

@@ -25,6 +25,7 @@ from harness.hooks.manager import PluginManager
 from harness.models.resolve import resolve_model
 from harness.run.continuity import ContinuitySettings
 from harness.run.events import EventSink
+from harness.run.lease import RunLease
 from harness.run.orchestrator import RequestOrchestrator
 from harness.run.result import RunResult
 from harness.run.settings import InstructionsFunction, RunSettings
@@ -308,6 +309,8 @@ class Agent:
             RequestTimeout, UserAbort: The run stopped; the history was saved (the
                 error's ``session`` attribute holds it).
             CapabilityError: A capability failed.
+            SessionLeaseError: Another live run holds the stored session's lease (nothing
+                was sent to the model; see :mod:`harness.session.lease`).
         """
         return await self._run(prompt, session, effects=effects, approvals=approvals)
 
@@ -375,7 +378,11 @@ class Agent:
             started(orchestrator)
         self._active.add(orchestrator)
         try:
-            outcome = await orchestrator.run()
+            if effects is None:  # a durable engine owns its run's I/O: no lease there
+                async with RunLease(session):  # a second live writer fails here, before any model call
+                    outcome = await orchestrator.run()
+            else:
+                outcome = await orchestrator.run()
         finally:
             self._active.discard(orchestrator)
         return RunResult(

@@ -21,6 +21,7 @@ from harness.capabilities.context import CompactionEvent, RequestContext
 from harness.core.markers import hookimpl
 from harness.core.messages import CanonicalMessage, Part, Usage, history_repr
 from harness.errors import HarnessError
+from harness.hooks.defaults import default_plugin_manager
 from harness.hooks.manager import PluginManager
 from harness.run.sync import run_sync
 
@@ -130,7 +131,8 @@ async def compact(
             raise HarnessError("compact() needs capabilities, or a plugin_manager whose stack to run")
         manager = plugin_manager
     else:
-        manager = PluginManager()
+        # without a manager of the caller's, the installed observers (harness-otel) see the edits
+        manager = default_plugin_manager() if plugin_manager is None else PluginManager()
         manager.add_capabilities(capabilities)
         if plugin_manager is not None:
             manager.register(_ForwardCompaction(plugin_manager))

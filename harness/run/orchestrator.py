@@ -579,6 +579,9 @@ class RequestOrchestrator:
             notes.append(f"harness: answering the unfinished tool calls failed: {failure!r}")
         registry = self.ctx.run.tool_registry
         self._events += [registry.cancel(record.tool_call_id, reason) for record in registry.unfinished()]
+        began = {e.record.tool_call_id: e.answer for e in self._events if e.answer and e.record.attempts}
+        if began and self.history and self.history[-1].kind == "request":  # resumed approvals that ran
+            self.history[-1] = replace_answers(self.history[-1], began)  # held again only if they never began
         results, partial = self.executor.results, self.caller.partial_text
         self.added += repair_stopped(
             self.history,

@@ -201,7 +201,8 @@ class Checkpoint:
             a session is copied between stores, all of them.
         head_fields: The :class:`SessionHead` fields that differ from the stored head
             (``revision`` always among them), so a store may write only those columns;
-            ``None``: unknown, write the whole head (a new session, an import).
+            ``None``: unknown, write the whole head (a new session, an import). A
+            wrapper that changes the head adds the fields it changed.
 
     Rules every store checks: ``head.revision`` is ``base_revision + 1``, except when
     creating (``base_revision == 0``), where it may be any revision ``>= 1`` (an import

@@ -45,6 +45,7 @@ import attrs
 
 from harness.errors import HarnessWarning, SessionConflictError, SessionNotFoundError, SessionStoreError
 from harness.session.files import backup_path
+from harness.session.lease import LeaseHolder
 from harness.session.query import check_limit, parse_query, text_words
 from harness.session.records import (
     Checkpoint,
@@ -72,6 +73,8 @@ from harness.stores.filelog import (
     state_nonce,
 )
 from harness.stores.folder import LOCK_NAME, StoreFolder
+from harness.stores.leasefile import drop_lease as _drop_lease
+from harness.stores.leasefile import take_lease as _take_lease
 from harness.stores.rows import check_checkpoint, prune_plan, snippet
 
 _STATE = ".state"
@@ -100,15 +103,20 @@ class JsonFileStore:
     Args:
         path: The folder (created with mode 0700 if missing).
         durability: ``"normal"`` survives a killed process; ``"full"`` fsyncs every commit.
+        read_only: Read an existing folder only (what read-only commands do): nothing is
+            created in it, not even the lock file, and a write raises.
 
     Raises:
-        SessionStoreError: ``path`` exists and is not a folder, or cannot be created.
+        SessionStoreError: ``path`` exists and is not a folder, or cannot be created; with
+            ``read_only``, also when it does not exist.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, durability: Durability = "normal") -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, durability: Durability = "normal", read_only: bool = False
+    ) -> None:
         self.path = Path(path)
         self._url = f"file://{self.path.absolute()}"
-        self._folder = StoreFolder(self.path, self._url, durable=durability == "full")
+        self._folder = StoreFolder(self.path, self._url, durable=durability == "full", read_only=read_only)
         self._cache: OrderedDict[str, _Loaded] = OrderedDict()
         self._stems: dict[str, str] = {}
         self.problems: list[tuple[Path, str]] = []
@@ -550,6 +558,21 @@ class JsonFileStore:
         trimmed = _Loaded(new_state, loaded.bodies, loaded.journal, files=self._stat(new_state))
         self._remember(session_id, trimmed)
         return len(entries) - len(kept)
+
+    def take_lease(self, session_id: str, holder: LeaseHolder) -> None:
+        """Take the session's run lease (``.<session_id>.lease``; see :mod:`harness.stores.leasefile`)."""
+        if _NAME_PROBLEM.search(session_id):
+            raise SessionStoreError(
+                self._url, "the session id cannot be part of a file name", session_id=session_id
+            )
+        with self._locked(exclusive=True):
+            _take_lease(self._folder, self._url, session_id, holder)
+
+    def drop_lease(self, session_id: str, token: str) -> None:
+        """Drop the session's run lease if ``token`` holds it."""
+        if not _NAME_PROBLEM.search(session_id):
+            with self._locked(exclusive=True):
+                _drop_lease(self._folder, session_id, token)
 
     def close(self) -> None:
         """Release the lock file; the store is unusable afterwards."""

@@ -44,6 +44,7 @@ from typing import Any, Literal
 import attrs
 
 from harness.errors import SessionConflictError, SessionStoreError
+from harness.session.lease import LeaseHolder
 from harness.session.query import check_limit, parse_query
 from harness.session.records import (
     Checkpoint,
@@ -68,6 +69,8 @@ from harness.stores.rows import (
 )
 from harness.stores.sqlite_fts import fts_query
 from harness.stores.sqlite_heads import HEAD_SELECT, read_head, write_head
+from harness.stores.sqlite_leases import drop_lease as _drop_lease
+from harness.stores.sqlite_leases import take_lease as _take_lease
 from harness.stores.sqlite_schema import MIGRATIONS as _MIGRATIONS
 from harness.stores.sqlite_schema import SCHEMA_VERSION
 from harness.stores.sqlite_values import bind as _bind
@@ -94,10 +97,15 @@ class SqliteStore:
             ``":memory:"`` for a private in-memory store (tests).
         durability: ``"normal"`` survives a killed process; ``"full"`` also a power cut.
         busy_timeout: Seconds to wait for another process's write to finish.
+        read_only: Open an existing database for reading only (what read-only commands
+            do): nothing is created, migrated or written, and a write raises
+            :class:`~harness.errors.SessionStoreError`. SQLite may still create the
+            database's ``-wal`` / ``-shm`` files beside it to read it.
 
     Raises:
         SessionStoreError: The file is not a SQLite database, is corrupt, or has a newer
-            schema than this release reads. Nothing is written to it then.
+            schema than this release reads. Nothing is written to it then. With
+            ``read_only``, also: the file does not exist, or holds no session store yet.
     """
 
     def __init__(
@@ -106,12 +114,17 @@ class SqliteStore:
         *,
         durability: Durability = "normal",
         busy_timeout: float = 30.0,
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path) if os.fspath(path) != ":memory:" else None
         self._url = f"sqlite:///{self.path.absolute()}" if self.path is not None else "sqlite:///:memory:"
         self._lock = threading.RLock()
         self._closed = False
+        self.read_only = read_only and self.path is not None
+        """Whether the store was opened for reading only (writes raise)."""
         if self.path is not None and not self.path.exists():
+            if self.read_only:
+                raise SessionStoreError(self._url, "the database file does not exist; nothing was created")
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
                 fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)
@@ -120,9 +133,15 @@ class SqliteStore:
                 raise SessionStoreError(self._url, f"cannot create {where}: {exc.strerror or exc}") from exc
             os.close(fd)
         target = str(self.path) if self.path is not None else ":memory:"
+        if self.read_only and self.path is not None:
+            target = f"{self.path.absolute().as_uri()}?mode=ro"
         try:
             self._db = sqlite3.connect(
-                target, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+                target,
+                timeout=busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+                uri=self.read_only,
             )
         except sqlite3.Error as exc:
             raise SessionStoreError(self._url, f"cannot open the database: {exc}") from exc
@@ -155,13 +174,18 @@ class SqliteStore:
                     "the file is a SQLite database but not a harness session store; refusing to change it",
                 )
         db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-        if self.path is not None:
+        if self.read_only:
+            if version < SCHEMA_VERSION:
+                raise SessionStoreError(
+                    self._url, "the file holds no session store yet (nothing was ever written)"
+                )
+        elif self.path is not None:
             mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise SessionStoreError(self._url, f"cannot switch the database to WAL mode (got {mode!r})")
         db.execute(f"PRAGMA synchronous = {'FULL' if durability == 'full' else 'NORMAL'}")
         db.execute("PRAGMA foreign_keys = ON")
-        if version < SCHEMA_VERSION:
+        if version < SCHEMA_VERSION and not self.read_only:
             self._migrate(version)
         problem = db.execute("PRAGMA quick_check(1)").fetchone()[0] if self.path is not None else "ok"
         if problem != "ok":
@@ -183,6 +207,8 @@ class SqliteStore:
         """One write transaction, holding the database's write lock from the start."""
         with self._lock:
             self._check_open()
+            if self.read_only:
+                raise SessionStoreError(self._url, "the store was opened read-only")
             db = self._db
             try:
                 db.execute("BEGIN IMMEDIATE")
@@ -520,6 +546,16 @@ class SqliteStore:
             SearchHit(sid, seq, snippet(_text_of_body(body), words), -float(rank))
             for sid, seq, body, rank in rows
         ]
+
+    def take_lease(self, session_id: str, holder: LeaseHolder) -> None:
+        """Take the session's run lease (see :class:`~harness.session.lease.LeasingStore`)."""
+        with self._write() as db:
+            _take_lease(db, self._url, session_id, holder)
+
+    def drop_lease(self, session_id: str, token: str) -> None:
+        """Drop the session's run lease if ``token`` holds it."""
+        with self._write() as db:
+            _drop_lease(db, session_id, token)
 
     def close(self) -> None:
         """Close the database connection."""

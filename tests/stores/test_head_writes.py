@@ -64,6 +64,7 @@ def test_a_version_1_file_keeps_its_metadata_when_migrated(tmp_path: Path) -> No
             "WHERE m.session_id = sessions.session_id)"
         )
         db.execute("DROP TABLE session_metadata")
+        db.execute("DROP TABLE leases")
         db.execute("PRAGMA user_version = 1")
     migrated = SqliteStore(path)
     assert migrated.head("old").metadata == {"plugin": {"k": [1, "two"]}}

@@ -59,7 +59,7 @@ def test_wal_mode_and_schema_version(db: Path) -> None:
     make_one(db)
     with raw(db) as connection:
         assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
         tables = {r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert {"sessions", "log", "view", "edits", "thoughts", "ledger", "log_text"} <= tables
 

@@ -32,7 +32,7 @@ from typing import Any, Literal, cast
 
 import attrs
 
-from harness.errors import SessionConflictError, SessionNotFoundError, SessionStoreError
+from harness.errors import SessionConflictError, SessionLeaseError, SessionNotFoundError, SessionStoreError
 from harness.session import (
     Checkpoint,
     EditRecord,
@@ -44,6 +44,7 @@ from harness.session import (
     StoredSession,
     ViewEntry,
 )
+from harness.session.lease import LeaseHolder, can_take
 from harness.session.query import check_limit, index_text, parse_query
 from harness.session.text import searchable_text
 from harness.stores.rows import (
@@ -518,6 +519,39 @@ class PostgresStore:
             SearchHit(str(sid), int(seq), snippet(_text_of_body(str(body)), words), float(rank))
             for sid, seq, body, rank in rows
         ]
+
+    def take_lease(self, session_id: str, holder: LeaseHolder) -> None:
+        """Take the session's run lease, under the session's advisory lock (see ``LeasingStore``)."""
+
+        def take(conn: Connection, attempt: Attempt) -> None:
+            with conn.pipeline():
+                conn.execute(b"BEGIN")
+                conn.execute(self._sql.lock_session, (session_id,))
+                row = conn.execute(self._sql.select_lease, (session_id,)).fetchone()
+            current = (
+                None
+                if row is None
+                else LeaseHolder(str(row[0]), unescape(str(row[1])), int(row[2]), float(row[3]))
+            )
+            if not can_take(current, holder):
+                assert current is not None
+                raise SessionLeaseError(self._url, session_id, current.describe())
+            attempt.committing = True
+            with conn.pipeline():
+                values = (session_id, holder.token, escape(holder.host), holder.pid, holder.expires_at)
+                conn.execute(self._sql.upsert_lease, values)
+                conn.execute(b"COMMIT")
+
+        self._link.run("take the lease", take, session_id)
+
+    def drop_lease(self, session_id: str, token: str) -> None:
+        """Drop the session's run lease if ``token`` holds it."""
+
+        def drop(conn: Connection, attempt: Attempt) -> None:
+            attempt.committing = True
+            conn.execute(self._sql.delete_lease, (session_id, token))
+
+        self._link.run("drop the lease", drop, session_id)
 
     def close(self) -> None:
         """Close the connection; the store is unusable afterwards."""

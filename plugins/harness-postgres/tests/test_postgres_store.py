@@ -89,11 +89,11 @@ def test_rows_live_in_the_chosen_schema_and_versions_are_recorded(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (pg_schema,)
         ).fetchall()
     }
-    assert tables == {"schema_migrations", "sessions", "log", "view", "edits", "thoughts", "ledger"}
+    assert tables == {"schema_migrations", "sessions", "log", "view", "edits", "thoughts", "ledger", "leases"}
     versions = pg_admin.execute(f"SELECT version, description FROM {pg_schema}.schema_migrations").fetchall()
-    assert [v[0] for v in versions] == [1]
+    assert [v[0] for v in versions] == [1, 2]
     PostgresStore(pg_dsn, schema=pg_schema).close()  # a current schema is opened without a write
-    assert pg_admin.execute(f"SELECT count(*) FROM {pg_schema}.schema_migrations").fetchone() == (1,)
+    assert pg_admin.execute(f"SELECT count(*) FROM {pg_schema}.schema_migrations").fetchone() == (2,)
     indexes = {
         str(r[0])
         for r in pg_admin.execute("SELECT indexdef FROM pg_indexes WHERE schemaname = %s", (pg_schema,))
