@@ -65,7 +65,6 @@ EXAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
         ("cannot load x",),
         {"plugin_name": "x", "distribution": "harness-x", "reason": "boom"},
     ),
-    "PluginLoadWarning": (("plugin 'x' failed to import", "x", "harness-x"), {}),
     "PricesFileError": ((_P, "providers.openai.cache_read", "not a number"), {}),
     "ProviderNotInstalledError": (("openai:gpt-4o", "openai"), {}),
     "ReplayExhausted": (("no more responses",), {"recorded": 4}),
