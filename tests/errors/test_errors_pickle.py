@@ -36,6 +36,7 @@ EXAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "CodingAgentMissingError": (("install harness-coding-agent",), {}),
     "EmptyResponseError": ((3, 2), {}),
     "EngineBoundaryError": (("harness-temporal", "RunContext.messages"), {}),
+    "EngineConnectionError": (("harness-dbos", "postgresql://app:secret@db:1/x", "connection refused"), {}),
     "EvalRunError": (("a.json", "tiered", 8000, "ValueError: x"), {}),
     "HarnessError": (("plain",), {}),
     "HarnessExperimentalWarning": (("x is experimental",), {}),
