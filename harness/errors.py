@@ -642,13 +642,10 @@ class PluginLoadWarning(HarnessWarning):
         distribution: The distribution that ships it, when known.
     """
 
-    def __init__(self, message: str, plugin_name: str = "", distribution: str | None = None) -> None:
+    def __init__(self, message: str, *, plugin_name: str, distribution: str | None = None) -> None:
         self.plugin_name = plugin_name
         self.distribution = distribution
-        super().__init__(message, plugin_name, distribution)
-
-    def __str__(self) -> str:
-        return str(self.args[0])
+        super().__init__(message)
 
 
 class CapabilityError(HarnessError):
