@@ -127,3 +127,23 @@ def test_the_default_store_not_created_yet_lists_nothing_and_creates_nothing(
     assert result.exit_code == 0, result.output
     assert "no sessions in sqlite:///" in result.output
     assert not (tmp_path / "xdg").exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["fork", "one", "--as", "two"], ["rm", "one", "--yes"], ["prune", "--keep", "1"]],
+    ids=lambda c: c[0],
+)
+@pytest.mark.parametrize("form", ["sqlite", "file", "path"])
+def test_commands_on_existing_sessions_do_not_create_a_missing_store(
+    tmp_path: Path, command: list[str], form: str
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    target = work / "no" / "such" / "x.db"
+    url = {"sqlite": f"sqlite:///{target}", "file": f"file://{target}", "path": str(target)}[form]
+    result = invoke("sessions", "--store", url, *command)
+    assert result.exit_code == 2, result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert "nothing was created" in result.output
+    assert tree(work) == []
