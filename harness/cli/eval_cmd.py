@@ -13,8 +13,9 @@ import click
 from rich.measure import Measurement
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from harness.cli._app import EXIT_PROBLEM, cli, console, error_console, escaped
+from harness.cli._app import EXIT_PROBLEM, EXIT_USAGE, cli, console, error_console, escaped
 from harness.cli.eval_table import figures_columns, figures_table, fitted_columns
+from harness.errors import EvalRunError, HistoryFileError
 
 if TYPE_CHECKING:
     from harness.eval import EvalReport, RunFigures, StackFigures
@@ -175,7 +176,8 @@ def evaluate_command(
     "Evaluating compaction" defines every figure.
 
     Exit status: 0 when every sent context kept the invariants; 1 when one did not; 2 on
-    a usage error or an unreadable file.
+    a usage error or an unreadable file (each bad file gets one ``error:`` line on stderr
+    and the others are still measured and reported).
 
     \b
     Examples:
@@ -211,6 +213,11 @@ def evaluate_command(
         def done(figures: RunFigures) -> None:
             bar.advance(task)
 
+        def failed(error: HistoryFileError | EvalRunError) -> None:
+            failures.append(error)
+            bar.console.print(f"error: {type(error).__name__}: {error}", markup=False, highlight=False)
+
+        failures: list[HistoryFileError | EvalRunError] = []
         report = evaluate(
             [str(f) for f in files],
             chosen_stacks,
@@ -218,7 +225,10 @@ def evaluate_command(
             prices_file=prices_file,
             processes=processes,
             on_done=done,
+            on_error=failed,
         )
+        if failures and not report.runs:
+            sys.exit(EXIT_USAGE)
         if reference:
             from harness.eval.reference import REFERENCE_STACKS, run_reference
 
@@ -260,5 +270,7 @@ def evaluate_command(
         out.print(f"invalid contexts: {report.invalid_contexts}")
         if plot is not None:
             out.print(f"chart written to {escaped(plot)}")
+    if failures:
+        sys.exit(EXIT_USAGE)
     if report.invalid_contexts:
         sys.exit(EXIT_PROBLEM)

@@ -289,7 +289,7 @@ def run(
     """  # noqa: D301 - click needs the \b marker
     from harness.cli.demo.runner import load_coding_agent
     from harness.config.stacks import default_stack_spec
-    from harness.hooks.manager import PluginManager
+    from harness.hooks.defaults import default_plugin_manager
     from harness.models.check import check_model
     from harness.models.resolve import resolve_model
 
@@ -315,7 +315,7 @@ def run(
                     raise click.UsageError("give a PROMPT (argument or standard input), or use --interactive")
                 continue_only = True
 
-    manager = PluginManager()
+    manager = default_plugin_manager()
     manager.register(importlib.import_module("harness_coding_agent.provider"), name="coding_agent_models")
     model = resolve_model(model_spec, plugin_manager=manager)
     window = budget if budget is not None else model.context_window

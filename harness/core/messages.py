@@ -40,11 +40,13 @@ __all__ = [
     "SystemPromptPart",
     "TextPart",
     "ThoughtPart",
+    "TOOL_KIND_KEY",
     "ToolCallPart",
     "ToolReturnPart",
     "UnknownPart",
     "Usage",
     "UserPromptPart",
+    "declared_tool_kind",
     "harness_mark",
     "history_repr",
     "marked_metadata",
@@ -368,6 +370,26 @@ def latest_assistant_text(messages: Sequence[CanonicalMessage]) -> str | None:
         texts = [p.content for p in message.parts if isinstance(p, TextPart)]
         if texts:
             return "".join(texts)
+    return None
+
+
+TOOL_KIND_KEY = "tool_kind"
+"""Key of a tool call's or return's ``extra`` naming its kind of tool (pydantic-ai's ``tool_kind``)."""
+
+
+def declared_tool_kind(part: Part) -> str | None:
+    """The tool kind a tool call or return declares, or ``None`` (any other part: ``None``).
+
+    pydantic-ai gives a framework tool's parts (``"tool-search"``: ``ToolSearchCallPart``,
+    ``ToolSearchReturnPart``) a ``tool_kind``, which harness keeps in ``extra``. Such a
+    part's arguments and content have a declared structure that pydantic-ai validates and
+    reads (the tools a search discovered): a capability that rewrites tool content
+    (clearing, clamping) leaves these parts alone.
+    """
+    if isinstance(part, ToolCallPart | ToolReturnPart) and part.extra:
+        kind = part.extra.get(TOOL_KIND_KEY)
+        if isinstance(kind, str) and kind:
+            return kind
     return None
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 __all__ = ["BUNDLED_PLUGINS", "install_command", "missing_plugin_hint"]
 
+import importlib.metadata
 import types
 from collections.abc import Iterable, Mapping
 from typing import Final
@@ -22,16 +23,17 @@ BUNDLED_PLUGINS: Final[Mapping[str, str]] = types.MappingProxyType(
         "clamp_oversized_messages": "harness-clamp-oversized",
         "clear_tool_results": "harness-clear-tool-results",
         "compact_on_request": "harness-compact-on-request",
-        "dbos": "harness-dbos",
+        "engine.dbos": "harness-dbos",
         "dedupe_file_reads": "harness-dedupe-file-reads",
         "limit_warner": "harness-limit-warner",
         "model_fallback": "harness-model-fallback",
-        "otel": "harness-otel",
-        "postgres": "harness-postgres",
+        "plugin.otel": "harness-otel",
+        "store.postgres": "harness-postgres",
+        "store.postgresql": "harness-postgres",
         "recall": "harness-recall",
         "sliding_window": "harness-sliding-window",
         "summarizing": "harness-summarizing",
-        "temporal": "harness-temporal",
+        "engine.temporal": "harness-temporal",
         "tiered": "harness-tiered",
         "tool_approval": "harness-tool-approval",
         "tool_limits": "harness-tool-limits",
@@ -57,17 +59,28 @@ def install_command(distributions: Iterable[str]) -> str:
     return "pip install " + " ".join(f"./plugins/{name}" for name in names)
 
 
+def _installed(distribution: str) -> bool:
+    try:
+        importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 def missing_plugin_hint(names: Iterable[str]) -> str | None:
     """What to install for the bundled plugins among ``names``, or ``None`` when none is bundled.
 
     Args:
-        names: Entry-point names that are not installed.
+        names: Entry-point names no plugin manager knows. A bundled one whose
+            distribution is installed (left out by an allow or block list) gets no hint.
 
     Returns:
         ``"it ships in harness-sliding-window, which is not installed: from a clone of harness,
-        pip install ./plugins/harness-sliding-window"`` (the plural for several), or ``None``.
+        pip install ./plugins/harness-sliding-window"`` (the plural for several), or ``None``
+        when none is bundled or every one is installed.
     """
-    distributions = list(dict.fromkeys(BUNDLED_PLUGINS[name] for name in names if name in BUNDLED_PLUGINS))
+    wanted = (BUNDLED_PLUGINS[name] for name in names if name in BUNDLED_PLUGINS)
+    distributions = [name for name in dict.fromkeys(wanted) if not _installed(name)]
     if not distributions:
         return None
     if len(distributions) == 1:

@@ -163,6 +163,7 @@ def test_list_json_has_the_view_log_revision_model_and_fork(store: SessionStore,
 
 
 def test_an_empty_store_says_so(db: Path) -> None:
+    SqliteStore(db).close()
     assert f"no sessions in sqlite:///{db}" in ok("sessions", "--store", str(db)).stdout
 
 

@@ -25,7 +25,7 @@ from typing import Any, Final, cast
 import pydantic
 from pydantic_ai import messages as _pai
 
-from harness.core.messages import CanonicalMessage, Part
+from harness.core.messages import TOOL_KIND_KEY, CanonicalMessage, Part
 from harness.errors import InteropError, WireFormatError
 from harness.interop.pydantic_ai.stash import restore, stashed_metadata
 from harness.wire import messages_from_jsonable, messages_to_jsonable
@@ -47,10 +47,48 @@ def _dump(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
     return cast("list[dict[str, Any]]", _ADAPTER.dump_python(list(messages), mode="json"))
 
 
+def _refused_kinds(items: list[dict[str, Any]], exc: pydantic.ValidationError) -> list[dict[str, Any]] | None:
+    """``items`` with the ``tool_kind`` of every refused typed tool part dropped (``None``: none refused).
+
+    pydantic-ai validates a part with a core ``tool_kind`` (``"tool-search"``) as its typed
+    subclass, whose content has a declared structure. A capability that rewrote that content
+    (a placeholder) made it unsubstantiated; pydantic-ai's own ``narrow_type`` strips such a
+    kind, so the part is sent as a plain tool return instead of aborting the run. The stash
+    keeps the harness form (with its kind) for the way back.
+    """
+    out = list(items)
+    relaxed: set[tuple[int, int]] = set()
+    for error in exc.errors():
+        location = list(error["loc"])
+        if not location or not isinstance(location[0], int) or "parts" not in location:
+            return None
+        after = location[location.index("parts") + 1 :]
+        if not after or not isinstance(after[0], int):
+            return None
+        position, index = location[0], after[0]
+        if (position, index) in relaxed:
+            continue
+        parts: list[Any] = out[position].get("parts") or []
+        part: object = parts[index] if index < len(parts) else None
+        if not isinstance(part, dict) or cast("dict[str, Any]", part).get(TOOL_KIND_KEY) is None:
+            return None  # a refusal the kind does not explain
+        parts = list(parts)
+        parts[index] = {**cast("dict[str, Any]", part), TOOL_KIND_KEY: None}
+        out[position] = {**out[position], "parts": parts}
+        relaxed.add((position, index))
+    return out if relaxed else None
+
+
 def _validate(items: list[dict[str, Any]], indices: Sequence[int]) -> list[ModelMessage]:
     try:
         return list(_ADAPTER.validate_python(items))
     except pydantic.ValidationError as exc:
+        relaxed = _refused_kinds(items, exc)
+        if relaxed is not None:
+            try:
+                return list(_ADAPTER.validate_python(relaxed))
+            except pydantic.ValidationError:
+                pass  # report the first refusal
         error = exc.errors()[0]
         location = list(error["loc"])
         position = location[0] if location and isinstance(location[0], int) else 0

@@ -43,6 +43,7 @@ from harness.core import (
     RetryPromptPart,
     ToolCallPart,
     ToolReturnPart,
+    declared_tool_kind,
     harness_mark,
     is_pinned,
     marked_metadata,
@@ -102,6 +103,11 @@ class ClearToolResults(Capability):
 
     **Pins:** a pair whose call, return or retry prompt is pinned (:func:`harness.is_pinned`)
     is never cleared, neither its return nor (with ``clear_tool_inputs``) its arguments.
+
+    **Typed pairs:** a pair whose call or return declares a tool kind
+    (:func:`harness.core.declared_tool_kind`, e.g. pydantic-ai's tool search) is never
+    cleared either: its content has a declared structure the framework validates and reads
+    (the tools a search discovered), which a text placeholder would not fit.
 
     **Cache-aware trigger** (``cache_aware=True``): when the trigger fires, the clear it
     would make is planned first, and it only goes ahead when :func:`cache_pays` says the
@@ -421,6 +427,8 @@ class ClearToolResults(Capability):
         exclude = self.exclude_tools
         if call.tool_name in exclude or (ret.tool_name is not None and ret.tool_name in exclude):
             return None, 0, None, 0
+        if declared_tool_kind(ret) is not None or declared_tool_kind(call) is not None:
+            return None, 0, None, 0  # typed content (a tool search's discoveries): text would not fit it
         new_ret = self._cleared_return(ret, messages[rm], references, counter)
         saved_ret = 0 if new_ret is None else counter.count_part(ret) - counter.count_part(new_ret)
         new_call = self._cleared_call(call, messages[cm], references) if self.clear_tool_inputs else None

@@ -76,8 +76,12 @@ class TieredCompaction(Capability):
     """Run compaction tiers cheapest-first until the history fits a token target.
 
     Each tier's ``compact(ctx, reason=...)`` is called directly (its own trigger is
-    bypassed). After every tier the history is re-measured with the exact, cached token
-    count; the escalation stops as soon as it is at or below the target. A tier that
+    bypassed). After every tier the history is re-measured the way the trigger measured it,
+    with :meth:`~harness.capabilities.RequestContext.context_tokens` (the provider's
+    anchored figure while the history before the anchor is unchanged, else the exact,
+    cached count); the escalation stops as soon as it is at or below the target. So a tier
+    that changed nothing, or failed and was undone, does not count as reaching the target:
+    the next tier runs. A tier that
     raises is skipped (its partial edit undone, the error recorded); a tier that leaves
     the history with a tool-pair or ordering violation it did not have before is undone
     too. ``asyncio.CancelledError`` propagates. One ``"tiered"`` event reports the whole
@@ -297,7 +301,7 @@ class TieredCompaction(Capability):
                 if changed:
                     self._check(ctx, snapshot, first_event, run, state)
                 run["changed"] = changed and not run.get("reverted", False)
-            tokens = ctx.count_tokens()
+            tokens = ctx.context_tokens()  # the measure it triggered on: the provider's anchor while valid
             run["tokens_after"] = tokens
             state.runs.append(run)
             state.tokens = tokens

@@ -14,6 +14,7 @@ from harness.core import (
     TextPart,
     ToolCallPart,
     ToolReturnPart,
+    Usage,
     UserPromptPart,
 )
 from harness.history import check_invariants, safe_cutoff
@@ -207,14 +208,39 @@ async def test_hook_uses_target_as_default_trigger() -> None:
     assert log == []
 
 
-async def test_anchor_then_exact_counts() -> None:
-    """The initial measure may use the provider's anchor; after a tier the exact count is used."""
+def anchored_history() -> list[CanonicalMessage]:
+    """A history whose newest response reports the provider's figure: 100K tokens."""
     messages = history(6)
-    ctx = ctx_for(messages)
-    exact = ctx.count_tokens()
+    messages[-2] = messages[-2].replace(usage=Usage(request_tokens=100_000, response_tokens=10))
+    return messages
+
+
+async def test_a_tier_that_changes_nothing_or_fails_is_measured_with_the_anchor() -> None:
+    """A no-op or undone tier leaves the provider's 100K figure in force: not reached, next tier runs."""
+    ctx = ctx_for(anchored_history())
+    anchored = ctx.context_tokens()
+    assert anchored > 100_000 > 60_000 > ctx.count_tokens()
     log: list[str] = []
-    await TieredCompaction([Recorder("a", log)], target_tokens=exact - 1).compact(ctx)
-    assert ctx.events[-1].details["tiers"][0]["tokens_after"] == exact
+    tiers = [Recorder("noop", log), Raises("fails", log), Recorder("noop again", log)]
+    await TieredCompaction(tiers, target_tokens=60_000).compact(ctx)
+    event = ctx.events[-1]
+    assert log == ["noop", "fails", "noop again"]
+    assert [run["tokens_after"] for run in event.details["tiers"]] == [anchored] * 3
+    assert event.details["reached"] is False
+    assert event.tokens_after == anchored
+
+
+async def test_after_a_tier_that_edits_before_the_anchor_the_exact_count_is_used() -> None:
+    ctx = ctx_for(anchored_history())
+    anchored = ctx.context_tokens()
+    log: list[str] = []
+    tiers = [Recorder("noop", log), DropOldest("cut", log, 2)]
+    await TieredCompaction(tiers, target_tokens=60_000).compact(ctx)
+    event = ctx.events[-1]
+    assert log == ["noop", "cut"]
+    assert event.details["tiers"][0]["tokens_after"] == anchored
+    assert event.details["tiers"][1]["tokens_after"] == ctx.count_tokens()  # the anchor is no longer trusted
+    assert event.details["reached"] is True
 
 
 async def test_final_response_history_is_supported() -> None:
