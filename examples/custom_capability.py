@@ -163,7 +163,7 @@ def show_compact_sync() -> None:
     """Apply the capability outside a run, twice."""
     messages = history()
     result = compact_sync(
-        messages, [ClearToolResults(max_messages=50), TruncateLongToolReturns(max_chars=120)]
+        messages, [ClearToolResults(max_messages=50), TruncateLongToolReturns(max_chars=120)], force=False
     )
     (event,) = result.events
     print(f"compact_sync: {event.strategy} truncated {list(event.cleared_tool_call_ids)}")
@@ -172,7 +172,7 @@ def show_compact_sync() -> None:
     )
     part = result.messages[2].parts[0]
     print(f"  mark on the edited part: {dict(harness_mark(part) or {})}")
-    again = compact_sync(result.messages, [TruncateLongToolReturns(max_chars=120)])
+    again = compact_sync(result.messages, [TruncateLongToolReturns(max_chars=120)], force=False)
     print(f"  second pass: {len(again.events)} events (recognised by its mark)")
 
 

@@ -14,7 +14,7 @@ The names here are the ones users reach for, grouped by what they do:
 * Write capabilities and plugins: ``Capability``, ``Trigger``, ``RequestContext``,
   ``CompactionEvent``, ``ModelCall`` and ``ToolCall`` (what middleware wraps), ``hookimpl``,
   ``hookspec``, ``PluginManager``,
-  ``warn_experimental``, ``is_experimental``.
+  ``warn_experimental``, ``declare_experimental``, ``is_experimental``, ``PluginLoadWarning``.
 * Use sessions: ``Session``, ``MaskedURL`` (a store URL whose credentials never show).
 * Load, dump and count messages: ``CanonicalMessage``, ``Part``, ``UserPromptPart``,
   ``SystemPromptPart``, ``TextPart``, ``ThoughtPart``, ``ToolCallPart``,
@@ -76,6 +76,7 @@ if TYPE_CHECKING:
         ModelContextLengthError,
         ModelError,
         PluginLoadError,
+        PluginLoadWarning,
         RequestTimeout,
         RunError,
         RunStopped,
@@ -89,6 +90,7 @@ if TYPE_CHECKING:
         UserAbort,
         WireFormatError,
         WorkflowIncompatibleError,
+        declare_experimental,
         is_experimental,
         warn_experimental,
     )
@@ -158,7 +160,9 @@ __all__ = [
     "hookspec",
     "PluginManager",
     "warn_experimental",
+    "declare_experimental",
     "is_experimental",
+    "PluginLoadWarning",
     # Run durably (engines replace the effects)
     "Effects",
     "InProcessEffects",
@@ -232,7 +236,9 @@ _OWNERS: dict[str, str] = {
     "hookspec": "harness.core.markers",
     "PluginManager": "harness.hooks.manager",
     "warn_experimental": "harness.errors",
+    "declare_experimental": "harness.errors",
     "is_experimental": "harness.errors",
+    "PluginLoadWarning": "harness.errors",
     "Effects": "harness.core.effects",
     "InProcessEffects": "harness.core.effects",
     "ModelRequestUnit": "harness.core.effects",

@@ -16,7 +16,8 @@ The families:
 * tokens: :class:`TokenizerError`, :class:`ApproximateTokenCountWarning`;
 * sessions, stores and file writes: :class:`SessionLoadError`, :class:`SessionSaveError`,
   :class:`SessionStoreError`, :class:`SessionNotFoundError`, :class:`SessionConflictError`,
-  :class:`StoreResolutionError`, :class:`StoreCredentialsError`, :class:`TargetNotRegularFileError`;
+  :class:`SessionLeaseError`, :class:`SearchQueryError`, :class:`StoreResolutionError`,
+  :class:`StoreCredentialsError`, :class:`TargetNotRegularFileError`, :class:`SessionIdError`;
 * tools: :class:`ToolRetry`, :class:`ToolArgumentsError`, :class:`ToolDefinitionError`,
   :class:`IllegalTransition`;
 * plugins and capabilities: :class:`PluginLoadError`, :class:`CapabilityError`,
@@ -25,7 +26,8 @@ The families:
   :class:`ModelResponseError`, :class:`ReplayExhausted`;
 * runs: :class:`RunError` and its kinds (:class:`MaxIterationsExceeded`,
   :class:`UserAbort`, :class:`RequestTimeout`, :class:`EmptyResponseError`,
-  :class:`ToolRetryBudgetExceeded`, :class:`RunStopped`, :class:`ApprovalPendingError`);
+  :class:`ToolRetryBudgetExceeded`, :class:`RunStopped`, :class:`ApprovalPendingError`),
+  :class:`EventLoopRunningError`;
 * durable runs: :class:`WorkflowIncompatibleError`, :class:`AgentLoadError`,
   :class:`EngineBoundaryError`;
 * applications: :class:`CodingAgentMissingError`, :class:`PlotUnavailableError`,
@@ -45,6 +47,7 @@ __all__ = [
     "EmptyResponseError",
     "EngineBoundaryError",
     "EvalRunError",
+    "EventLoopRunningError",
     "HarnessError",
     "HarnessExperimentalWarning",
     "HarnessWarning",
@@ -66,6 +69,7 @@ __all__ = [
     "ModelUnavailableError",
     "PlotUnavailableError",
     "PluginLoadError",
+    "PluginLoadWarning",
     "PricesFileError",
     "ProviderNotInstalledError",
     "ReplayExhausted",
@@ -73,7 +77,10 @@ __all__ = [
     "RunError",
     "RunStopped",
     "ScriptError",
+    "SearchQueryError",
     "SessionConflictError",
+    "SessionIdError",
+    "SessionLeaseError",
     "SessionLoadError",
     "SessionNotFoundError",
     "SessionSaveError",
@@ -91,25 +98,55 @@ __all__ = [
     "UserAbort",
     "WireFormatError",
     "WorkflowIncompatibleError",
+    "declare_experimental",
     "is_experimental",
+    "warn_at_caller",
     "warn_experimental",
 ]
 
 
+import inspect
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from harness.redaction import MaskedURL, mask_url, redact
 
 
+def _rebuild(kind: type[BaseException], args: tuple[Any, ...]) -> BaseException:
+    """An instance of ``kind`` with ``args``, made without calling its constructor (pickle sets the rest)."""
+    made = kind.__new__(kind, *args)
+    made.args = args
+    return made
+
+
+def _reduce(error: BaseException, local: frozenset[str]) -> tuple[Any, ...]:
+    state = {key: value for key, value in vars(error).items() if key not in local}
+    return (_rebuild, (type(error), error.args), state)
+
+
 class HarnessError(Exception):
-    """Root of every error harness raises on purpose."""
+    """Root of every error harness raises on purpose.
+
+    Every subclass pickles (to a process pool, a DBOS journal, a worker) as itself, with its
+    message and attributes, whatever its constructor takes: it is rebuilt from its ``args``
+    and attributes without calling ``__init__``. Attributes named in ``_process_local``
+    (a run's ``session`` and ``state``) stay behind.
+    """
+
+    _process_local: frozenset[str] = frozenset()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _reduce(self, self._process_local)
 
 
 class HarnessWarning(UserWarning):
-    """Root of every warning harness emits."""
+    """Root of every warning harness emits; pickles as itself like :class:`HarnessError`."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _reduce(self, frozenset())
 
 
 class HarnessExperimentalWarning(HarnessWarning):
@@ -123,24 +160,85 @@ class HarnessExperimentalWarning(HarnessWarning):
 
 _EXPERIMENTAL_FEATURES: set[str] = set()
 
+_INTERNAL_PACKAGES = frozenset({"harness", "importlib", "asyncio", "pluggy", "contextlib", "functools"})
+"""Top-level packages whose frames a warning skips on its way to the user's line."""
 
-def warn_experimental(feature: str) -> None:
+
+def _internal(frame: FrameType) -> bool:
+    name = str(frame.f_globals.get("__name__", ""))
+    top = name.split(".", 1)[0]
+    frozen = frame.f_code.co_filename.startswith("<frozen ")  # importlib's bootstrap
+    return frozen or top in _INTERNAL_PACKAGES or top.startswith("harness_")
+
+
+def warn_at_caller(warning: Warning, *, skip: int = 0) -> None:
+    """Emit ``warning`` at the first line outside harness, its plugins and the import machinery.
+
+    A warning raised deep inside the loop, a lazy plugin import or an event loop still
+    names the user's own line (``Agent(...)``, ``harness.open_store(...)``, an ``import``),
+    whatever the depth: frames of ``harness``, ``harness_*`` packages, ``importlib``,
+    ``asyncio``, ``pluggy``, ``contextlib`` and ``functools`` are skipped. The usual
+    filters and the once-per-location registry of that line apply.
+
+    Args:
+        warning: The warning to emit.
+        skip: Frames above the caller to skip first, whatever module they belong to
+            (``warn_experimental`` skips the module declaring itself).
+    """
+    here = inspect.currentframe()
+    frame = here.f_back if here is not None else None
+    for _ in range(skip):
+        frame = frame.f_back if frame is not None else None
+    while frame is not None and _internal(frame):
+        frame = frame.f_back
+    if frame is None:
+        warnings.warn(warning, stacklevel=2)
+        return
+    namespace = frame.f_globals
+    registry: dict[str | tuple[str, type[Warning], int], int]
+    registry = namespace.setdefault("__warningregistry__", {})
+    warnings.warn_explicit(
+        warning,
+        type(warning),
+        frame.f_code.co_filename,
+        frame.f_lineno,
+        module=str(namespace.get("__name__", "<string>")),
+        registry=registry,  # no module_globals: a `python -c` loader cannot give its source
+    )
+
+
+def declare_experimental(feature: str) -> None:
+    """Record ``feature`` as experimental without warning (:func:`is_experimental` says so).
+
+    For a plugin that is installed everywhere but used only sometimes (``harness-otel``):
+    it declares itself at import and calls :func:`warn_experimental` when it is first used.
+    """
+    _EXPERIMENTAL_FEATURES.add(feature)
+
+
+def warn_experimental(feature: str, *, skip: int = 1) -> None:
     """Declare ``feature`` experimental and emit the experimental-feature warning for it.
 
     Call it at module import time; Python's module cache makes it fire once per process.
     The declaration is recorded whatever the warning filters say, so tools can tell which
-    imported plugins are experimental (:func:`is_experimental`).
+    imported plugins are experimental (:func:`is_experimental`). The warning names the
+    user's line (:func:`warn_at_caller`): the ``import`` of the plugin, or the line that
+    asked for its capability, store or engine when harness imported it on demand.
 
     Args:
         feature: Import name of the experimental feature, e.g. ``"harness_sliding_window"``.
+        skip: Frames to skip before looking for the user's line; the default skips the
+            module calling this (it is declaring itself, not using itself); ``0`` for a
+            call made when the feature is used rather than imported.
     """
     _EXPERIMENTAL_FEATURES.add(feature)
-    warnings.warn(
-        f"{feature} is experimental: its API may change or be removed in any release without a "
-        "deprecation period. Silence all experimental warnings with "
-        "warnings.filterwarnings('ignore', category=harness.HarnessExperimentalWarning).",
-        HarnessExperimentalWarning,
-        stacklevel=3,
+    warn_at_caller(
+        HarnessExperimentalWarning(
+            f"{feature} is experimental: its API may change or be removed in any release without a "
+            "deprecation period. Silence all experimental warnings with "
+            "warnings.filterwarnings('ignore', category=harness.HarnessExperimentalWarning)."
+        ),
+        skip=skip + 1,
     )
 
 
@@ -351,6 +449,55 @@ class SessionConflictError(SessionStoreError):
         super().__init__(store, reason, session_id=session_id)
 
 
+class SessionLeaseError(SessionStoreError):
+    """Another live writer holds the session's lease: a second run would only conflict later.
+
+    Raised when a run starts, before any model call. A lease whose holder died (its
+    process is gone, on this host) or expired (another host stopped renewing it) is
+    taken over instead.
+
+    Attributes:
+        holder: Who holds it: ``"pid <pid> on <host>"``.
+    """
+
+    def __init__(self, store: str | MaskedURL, session_id: str, holder: str) -> None:
+        self.holder = holder
+        super().__init__(
+            store,
+            f"another run holds its lease ({holder}); wait for it to finish or open another session",
+            session_id=session_id,
+        )
+
+
+class SearchQueryError(HarnessError, ValueError):
+    """A store's ``search`` was given an argument it cannot use (a ``limit`` below 1).
+
+    Attributes:
+        store: The store's URL (credentials masked).
+        reason: What is wrong.
+    """
+
+    def __init__(self, store: str | MaskedURL, reason: str) -> None:
+        self.store = mask_url(store)
+        self.reason = reason
+        super().__init__(f"search in store {self.store}: {reason}")
+
+
+class SessionIdError(HarnessError, ValueError):
+    """A new session's id is not one every store and the command line can address.
+
+    Attributes:
+        session_id: The id as given (shortened to 80 characters in the message).
+        reason: What is wrong with it.
+    """
+
+    def __init__(self, session_id: str, reason: str) -> None:
+        self.session_id = session_id
+        self.reason = reason
+        shown = session_id if len(session_id) <= 80 else f"{session_id[:60]}...({len(session_id)} characters)"
+        super().__init__(f"session id {shown!r}: {reason}")
+
+
 class StoreResolutionError(HarnessError, ValueError):
     """No store understands a store URL.
 
@@ -381,9 +528,6 @@ class StoreCredentialsError(HarnessError, ValueError):
             "--store NAME=URL (or HARNESS_STORE=URL) and pass store='@NAME', or keep the password out of "
             "the URL (PGPASSWORD, ~/.pgpass) and pass strip_credentials=True"
         )
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (self.url,))
 
 
 class TargetNotRegularFileError(HarnessError, OSError):
@@ -509,6 +653,26 @@ class PluginLoadError(HarnessError):
         self.entry_point = entry_point
         self.reason = reason if reason is not None else message
         super().__init__(message)
+
+
+class PluginLoadWarning(HarnessWarning):
+    """An installed plugin that turns itself on (a ``plugin.<name>`` entry point) failed to load.
+
+    It is skipped, and whatever does not need it goes on; emitted once per process per
+    entry point. The message is that of the :class:`PluginLoadError` it stands for.
+
+    Attributes:
+        plugin_name: The entry point's name.
+        distribution: The distribution that ships it, when known.
+    """
+
+    def __init__(self, message: str, plugin_name: str = "", distribution: str | None = None) -> None:
+        self.plugin_name = plugin_name
+        self.distribution = distribution
+        super().__init__(message, plugin_name, distribution)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class CapabilityError(HarnessError):
@@ -721,8 +885,11 @@ class RunError(HarnessError):
         state: The run's :class:`harness.tools.RunState` (counters and the tool-call
             registry) when it stopped, set by the loop before raising.
 
-    Both are typed ``Any`` because this bottom layer imports nothing above it.
+    Both are typed ``Any`` because this bottom layer imports nothing above it. Both stay in
+    the process that ran: a pickled copy (a worker's, a journal's) has them ``None``.
     """
+
+    _process_local = frozenset({"session", "state"})
 
     session: Any = None
     state: Any = None
@@ -786,6 +953,26 @@ class RunStopped(RunError):  # noqa: N818 - reads as what happened
     """
 
 
+class EventLoopRunningError(HarnessError, RuntimeError):
+    """A synchronous entry point (``Agent.run_sync``, ``compact_sync``) was called in a running event loop.
+
+    It would have to block the loop it runs in (a notebook's, an async application's), so
+    it refuses before doing anything; await the asynchronous form there instead.
+
+    Attributes:
+        function: What was called (``"Agent.run_sync"``).
+        instead: What to write instead (``"await agent.run(...)"``).
+    """
+
+    def __init__(self, function: str, instead: str) -> None:
+        self.function = function
+        self.instead = instead
+        super().__init__(
+            f"{function}() cannot run inside a running event loop (a notebook, an async function): "
+            f"it would block that loop; use `{instead}` there instead"
+        )
+
+
 class ApprovalError(HarnessError, ValueError):
     """``approvals`` given to a run name a tool call that is not waiting for approval."""
 
@@ -828,15 +1015,6 @@ class WorkflowIncompatibleError(HarnessError):
         self.run_id = run_id
         self.changed = changed
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild_incompatible, (str(self), self.run_id, self.changed))
-
-
-def _rebuild_incompatible(
-    message: str, run_id: str | None, changed: tuple[str, ...]
-) -> WorkflowIncompatibleError:
-    return WorkflowIncompatibleError(message, run_id=run_id, changed=changed)
-
 
 class EngineBoundaryError(HarnessError, AttributeError):
     """A tool read a run-context field that did not cross into the engine's activity.
@@ -858,9 +1036,6 @@ class EngineBoundaryError(HarnessError, AttributeError):
             "worker, and the run's history, usage and state stay with the workflow (the session's stored "
             "log is: read it through ctx.session.store)"
         )
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (self.engine, self.field))
 
 
 class AgentLoadError(HarnessError):
@@ -916,9 +1091,6 @@ class EvalRunError(HarnessError):
         self.stack = stack
         self.budget = budget
         self.error = error
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.file, self.stack, self.budget, self.error))
 
 
 class ScriptError(HarnessError):

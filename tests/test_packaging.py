@@ -130,7 +130,7 @@ def test_the_core_wheel_alone_says_how_to_get_the_demo(wheelhouse: Path, tmp_pat
     assert _harness(venv, "--help", cwd=tmp_path).returncode == 0
     demo = _harness(venv, "demo", cwd=tmp_path)
     assert demo.returncode == 2, demo.stdout + demo.stderr
-    assert "pip install 'harness-loop[demo]'" in demo.stderr
+    assert "pip install ./examples/coding-agent ./plugins/harness-*" in demo.stderr
     assert not (tmp_path / "sessions").exists(), "a refused command writes nothing"
 
 

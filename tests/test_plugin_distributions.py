@@ -12,6 +12,7 @@ import pytest
 
 from harness.capabilities import Capability
 from harness.core.markers import PROJECT_NAME
+from harness.hooks.entrypoints import provides
 
 PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
 ALL_DISTRIBUTIONS = sorted(p for p in PLUGINS.iterdir() if (p / "pyproject.toml").is_file())
@@ -69,6 +70,7 @@ def test_distribution_layout(folder: Path) -> None:
     entry_points = project["entry-points"]["harness"]
     assert len(entry_points) == 1
     [(name, target)] = entry_points.items()
+    assert provides(name) == ("capability", name), "a capability's entry point is its bare name"
     assert target.startswith(f"{package}:")
     assert _entry_points()[name] == target, "installed entry point matches pyproject"
     readme = (folder / "README.md").read_text()
@@ -90,6 +92,15 @@ def _declared(distribution: str) -> tuple[Path, str, str, str]:
     assert any(dep.startswith("harness-loop") and "<" in dep for dep in project["dependencies"])
     [(name, target)] = project["entry-points"]["harness"].items()
     return folder, package, name, target
+
+
+def _declared_all(distribution: str) -> dict[str, str]:
+    """Every ``harness`` entry point ``distribution`` declares (a store declares one per scheme)."""
+    return dict(
+        tomllib.loads((PLUGINS / distribution / "pyproject.toml").read_text())["project"]["entry-points"][
+            "harness"
+        ]
+    )
 
 
 @pytest.mark.parametrize("distribution", sorted(MIDDLEWARE_DISTRIBUTIONS))
@@ -116,15 +127,20 @@ def test_observer_distribution_layout(distribution: str) -> None:
     instance = getattr(importlib.import_module(package), attribute)
     cls = getattr(importlib.import_module(package), OBSERVER_DISTRIBUTIONS[distribution])
     assert isinstance(instance, cls), "an observer's entry point is an instance, registered when loaded"
-    assert getattr(instance, "name", name) == name
+    assert name.startswith("plugin."), "plugin.<name>: registered in every default plugin manager"
+    assert getattr(instance, "name", name) == provides(name)[1]
     assert OBSERVER_DISTRIBUTIONS[distribution] in (folder / "README.md").read_text()
 
 
 @pytest.mark.parametrize("distribution", sorted(STORE_DISTRIBUTIONS))
 def test_store_distribution_layout(distribution: str) -> None:
-    folder, _, name, target = _declared(distribution)
+    folder = PLUGINS / distribution
+    declared = _declared_all(distribution)
+    [target] = set(declared.values())
     assert ":" not in target, "a store plugin's entry point names its module, registered as a plugin"
-    assert _entry_points()[name] == target
+    for name in declared:
+        assert _entry_points()[name] == target
+        assert provides(name)[0] == "store", "store.<scheme>: one entry point per URL scheme it answers"
     module = importlib.import_module(target)
     assert hasattr(module.resolve_store, f"{PROJECT_NAME}_impl"), "the module implements resolve_store"
     assert STORE_DISTRIBUTIONS[distribution] in (folder / "README.md").read_text()
@@ -135,9 +151,11 @@ def test_engine_distribution_layout(distribution: str) -> None:
     folder, package, name, target = _declared(distribution)
     assert ":" not in target, "an engine plugin's entry point names its module, registered as a plugin"
     assert _entry_points()[name] == target
+    kind, engine = provides(name)
+    assert kind == "engine", "engine.<name>: imported only by harness worker <name>"
     module = importlib.import_module(target)
     assert hasattr(module.resolve_engine, f"{PROJECT_NAME}_impl"), "the module implements resolve_engine"
-    assert module.resolve_engine(name=name) is not None, "it answers its own entry-point name"
+    assert module.resolve_engine(name=engine) is not None, "it answers its own entry-point name"
     assert module.resolve_engine(name="no-such-engine") is None
     assert ENGINE_DISTRIBUTIONS[distribution] in (folder / "README.md").read_text()
     assert hasattr(importlib.import_module(package), ENGINE_DISTRIBUTIONS[distribution])

@@ -267,7 +267,7 @@ def convert(value: object, shape: Shape, *, resolve_model: Callable[[str], objec
         if container == "tuple":
             return tuple(items)
         return frozenset(items) if container == "frozenset" else items
-    return _fallback(value, shape)
+    return _fallback(value, shape, resolve_model)
 
 
 def _model_from_string(text: str, shape: Shape, resolve_model: Callable[[str], object] | None) -> Any:
@@ -289,9 +289,10 @@ def _is_list(value: object) -> bool:
     return isinstance(value, list | tuple)
 
 
-def _fallback(value: object, shape: Shape) -> Any:
+def _fallback(value: object, shape: Shape, resolve_model: Callable[[str], object] | None) -> Any:
     if shape.sequence is not None and not _is_list(value):
-        return convert([value], shape)
+        # a single value for a list parameter: the one-item list (``models=openai:gpt-4o``)
+        return convert([value], shape, resolve_model=resolve_model)
     if shape.anything:
         return value
     if shape.literals:

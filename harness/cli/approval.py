@@ -18,7 +18,14 @@ answers asked for), before any new prompt runs.
 
 from __future__ import annotations
 
-__all__ = ["APPROVAL_ENTRY_POINT", "ApprovalDriver", "PendingCall", "approval_options", "prepare_approval"]
+__all__ = [
+    "APPROVAL_ENTRY_POINT",
+    "EXIT_AWAITING_APPROVAL",
+    "ApprovalDriver",
+    "PendingCall",
+    "approval_options",
+    "prepare_approval",
+]
 
 import importlib
 import json
@@ -33,14 +40,21 @@ import click
 from harness.cli._app import console, escaped
 from harness.core.messages import CanonicalMessage, ToolCallPart, ToolReturnPart, harness_mark
 from harness.errors import ApprovalError, ApprovalPendingError
+from harness.hooks.bundled import install_command
 from harness.run.agent import RunResult
 from harness.run.approvals import held_calls, is_placeholder
 from harness.session import Session
 
+EXIT_AWAITING_APPROVAL: Final = 5
+"""``harness run`` stopped with tool calls waiting for approval (the session is saved; resume it
+with ``--approve`` / ``--reject`` / ``--edit``): not a success a script should treat as done."""
+
 APPROVAL_ENTRY_POINT: Final = "tool_approval"
 """The entry point of the ``harness-tool-approval`` plugin (its ``ToolApproval`` class)."""
 
-_INSTALL_HINT: Final = "install harness-tool-approval (pip install harness-tool-approval)"
+_INSTALL_HINT: Final = (
+    f"install harness-tool-approval (from a clone of harness: {install_command(['harness-tool-approval'])})"
+)
 _CHOICES: Final = {
     "a": "approve",
     "approve": "approve",

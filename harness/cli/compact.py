@@ -41,8 +41,8 @@ from harness.cli._app import (
 from harness.cli._json import echo_json, edit_count, event_json
 from harness.cli.compact_session import compact_stored_session, save_compacted
 from harness.cli.sessions.options import opened_store, store_options, store_url_for
-from harness.config import StackEntry, format_stack
-from harness.config.stacks import tiered_stack_entries
+from harness.config import StackEntry, find_stack_file, format_stack
+from harness.config.stacks import TIERED_NAMES, require_installed, tiered_stack_entries
 from harness.errors import HistoryFileError, SessionConflictError, TargetNotRegularFileError
 from harness.history import check_invariants
 from harness.run.compaction import CompactionResult, compact_sync
@@ -369,8 +369,13 @@ def compact(
     )
 
 
-def _default_stack() -> str:
-    return format_stack(tiered_stack_entries(target_fraction=0.5))
+def _default_stack(stack: str | None, config: Path | None) -> str:
+    """The built-in tiered stack of the installed capabilities; an error when it would be empty."""
+    spec = format_stack(tiered_stack_entries(target_fraction=0.5))
+    if not spec and stack is None and config is None and find_stack_file() is None:
+        # a core-only install: without this, compact would run an empty stack and report nothing edited
+        require_installed(TIERED_NAMES, what="the default stack (tiered)", source="harness compact")
+    return spec
 
 
 def _finish(report: Mapping[str, Any], result: CompactionResult, window: int, window_given: bool) -> None:
@@ -440,7 +445,7 @@ def _compact_in_store(
     size = max(TokenCounter(model).count_messages(session.messages), 1)
     window = window or size
     capabilities, entries = resolve_cli_stack(
-        stack, config, stack_name, default=_default_stack(), context_window=window
+        stack, config, stack_name, default=_default_stack(stack, config), context_window=window
     )
     result = compact_stored_session(session, capabilities, model=model, window=window, force=not if_needed)
     report = _report(
@@ -512,7 +517,7 @@ def _compact_file(
     size = counter.count_messages(history.messages)
     window = window or max(size, 1)
     capabilities, entries = resolve_cli_stack(
-        stack, config, stack_name, default=_default_stack(), context_window=window
+        stack, config, stack_name, default=_default_stack(stack, config), context_window=window
     )
     result = compact_sync(
         history.messages, capabilities, model_name=model, context_window=window, force=not if_needed

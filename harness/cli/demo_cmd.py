@@ -20,6 +20,17 @@ def _yes_no(value: bool) -> str:
     return "yes" if value else "[red]no[/red]"
 
 
+_MEMORY = "sqlite:///:memory:"
+"""Where ``--no-store`` keeps the session: a private in-memory SQLite store."""
+
+
+def _given(ctx: click.Context, *names: str) -> bool:
+    """Whether one of these options came from the command line (not an environment variable)."""
+    from click.core import ParameterSource
+
+    return any(ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE for name in names)
+
+
 @cli.command()
 @click.option(
     "--budget",
@@ -42,6 +53,11 @@ def _yes_no(value: bool) -> str:
     default=None,
     help="Also write the with/without chart to this PNG (needs the plot extra).",
 )
+@click.option(
+    "--no-store",
+    is_flag=True,
+    help="Keep the session in memory only: nothing is added to the session store.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON instead of tables.")
 @click.pass_context
 def demo(
@@ -54,6 +70,7 @@ def demo(
     store: str | None,
     session_dir: Path | None,
     plot: Path | None,
+    no_store: bool,
     as_json: bool,
 ) -> None:
     """Run the example coding agent over real source files, offline, with no API key.
@@ -67,7 +84,8 @@ def demo(
     The session of the run with the stack is stored like any `harness run` session
     (--store, default sessions.db in the XDG data folder), checkpointed at every step,
     then reloaded and compared; `harness sessions show ID --transcript` shows its raw log
-    and what each compaction replaced.
+    and what each compaction replaced. --no-store keeps it in memory (still checkpointed,
+    reloaded and compared), so repeated demos leave nothing behind.
 
     Exit status: 0 when every request stayed within the budget, the history kept its
     invariants, the session reloaded identically and both runs answered the same; 1
@@ -80,6 +98,7 @@ def demo(
       harness demo --root ~/src/project --json
       harness demo --stack "clear_tool_results:keep_pairs=2,max_fraction=0.7"
       harness demo --store sqlite:///demo.db
+      harness demo --no-store
     """  # noqa: D301 - click needs the \b marker
     from harness.cli.demo.chart import (
         comparison_table,
@@ -92,6 +111,8 @@ def demo(
     from harness.config.stacks import default_stack_spec
 
     load_coding_agent()
+    if no_store and _given(ctx, "store", "session_dir"):
+        raise click.UsageError("--no-store cannot be combined with --store or --session-dir")
     if plot is not None:
         require_matplotlib()
     out = console()
@@ -130,7 +151,7 @@ def demo(
             f"  request {measure.index:>2}: {measure.tokens:>6,} tokens sent ({without} without the stack)"
         )
 
-    with opened_store(store_url_for(ctx)) as opened:
+    with opened_store(_MEMORY if no_store else store_url_for(ctx)) as opened:
         report = asyncio.run(
             run_demo(
                 root=folder,
@@ -158,11 +179,17 @@ def demo(
         )
         same = report.output == report.output_without
         where = f" ({escaped(report.session_path)})" if report.session_path is not None else ""
-        out.print(
-            f"session {escaped(report.session_id)} saved in {escaped(report.store)}{where}: raw log "
-            f"{report.log_length} messages, {report.edits} compaction edits over it; see it with: "
-            f"harness sessions show {escaped(report.session_id)} --transcript"
-        )
+        if no_store:
+            out.print(
+                f"session {escaped(report.session_id)} kept in memory only (--no-store): raw log "
+                f"{report.log_length} messages, {report.edits} compaction edits over it"
+            )
+        else:
+            out.print(
+                f"session {escaped(report.session_id)} saved in {escaped(report.store)}{where}: raw log "
+                f"{report.log_length} messages, {report.edits} compaction edits over it; see it with: "
+                f"harness sessions show {escaped(report.session_id)} --transcript"
+            )
         out.print(
             f"invariants: {'clean' if report.invariants_clean else 'BROKEN'}; "
             f"session reloaded identical: {_yes_no(report.session_roundtrip)}; "

@@ -2,69 +2,54 @@
 
 from __future__ import annotations
 
-__all__ = ["evaluate_command", "figures_table", "write_tradeoff_png"]
+__all__ = ["evaluate_command", "plot_labels", "write_tradeoff_png"]
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from rich.measure import Measurement
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from harness.cli._app import EXIT_PROBLEM, cli, console, error_console, escaped
+from harness.cli._app import EXIT_PROBLEM, EXIT_USAGE, cli, console, error_console, escaped
+from harness.cli.eval_table import figures_columns, figures_table, fitted_columns
+from harness.errors import EvalRunError, HistoryFileError
 
 if TYPE_CHECKING:
     from harness.eval import EvalReport, RunFigures, StackFigures
 
-_RECALL_COLUMNS = (
-    ("task", "task"),
-    ("constraint", "constr."),
-    ("artifact", "artifacts"),
-    ("error", "errors"),
-    ("continuation", "cont."),
-    ("older_continuation", "older cont."),
-)
 
+def plot_labels(
+    points: Sequence[tuple[float, float, str]], *, tolerance: float = 0.01
+) -> list[tuple[float, float, str]]:
+    """One label per place: the labels of points that (nearly) coincide are joined (``8k/16k/32k``).
 
-def _percent(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:.1f}%"
+    A stack that compacts nothing (``none``) costs the same and recalls everything at every
+    budget, so its points lie on top of each other; separate labels would be drawn over one
+    another.
 
-
-def _millions(value: float) -> str:
-    return f"{value / 1e6:.2f}M" if value >= 1e6 else f"{value / 1e6:.3f}M"
-
-
-def figures_table(rows: list[StackFigures], budget: int, providers: dict[str, str]) -> Table:
-    """One table for one budget: a row per (side, stack)."""
-    table = Table(title=f"budget {budget:,} tokens", title_justify="left")
-    table.add_column("side")
-    table.add_column("stack", overflow="fold")
-    for _, header in _RECALL_COLUMNS:
-        table.add_column(header, justify="right")
-    table.add_column("input tokens", justify="right")
-    table.add_column("peak", justify="right")
-    table.add_column("over budget", justify="right")
-    for label in providers.values():
-        table.add_column(f"{label} cost", justify="right")
-    table.add_column("cache busts", justify="right")
-    table.add_column("invalid", justify="right")
-    table.add_column("summaries (calls/sent)", justify="right")
-    for row in rows:
-        invalid = f"[red]{row.invalid_contexts}[/red]" if row.invalid_contexts else "0"
-        table.add_row(
-            row.side,
-            escaped(row.stack),
-            *(_percent(row.recall_of(name)) for name, _ in _RECALL_COLUMNS),
-            f"{row.total_tokens:,}",
-            f"{row.peak_tokens:,}",
-            f"{row.over_budget} of {row.requests} ({row.over_budget_unavoidable} unavoidable)",
-            *(_millions(row.costs.get(key, 0.0)) for key in providers),
-            str(row.cache_busts),
-            invalid,
-            f"{row.summarizer_calls}/{row.summaries_sent}" if row.side == "harness" else "—",
-        )
-    return table
+    Args:
+        points: ``(x, y, label)`` of one series, in order.
+        tolerance: How close two points are to share a label, as a fraction of the
+            series' span on each axis (``0`` for exactly equal points).
+    """
+    if not points:
+        return []
+    xs = [x for x, _, _ in points]
+    ys = [y for _, y, _ in points]
+    dx = (max(xs) - min(xs)) * tolerance or 1e-9
+    dy = (max(ys) - min(ys)) * tolerance or 1e-9
+    places: list[tuple[float, float, list[str]]] = []
+    for x, y, label in points:
+        for px, py, labels in places:
+            if abs(px - x) <= dx and abs(py - y) <= dy:
+                labels.append(label)
+                break
+        else:
+            places.append((x, y, [label]))
+    return [(x, y, "/".join(labels)) for x, y, labels in places]
 
 
 def write_tradeoff_png(report: EvalReport, path: Path, *, provider: str = "anthropic") -> Path:
@@ -91,10 +76,9 @@ def write_tradeoff_png(report: EvalReport, path: Path, *, provider: str = "anthr
             marker = "o" if side == "harness" else "s"
             name = stack if side == "harness" else f"reference {stack}"
             axes.plot(xs, ys, marker=marker, linestyle="-" if side == "harness" else "--", label=name)
-            for f, x, y in zip(points, xs, ys, strict=True):
-                axes.annotate(
-                    f"{f.budget // 1000}k", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8
-                )
+            budgets = [f"{f.budget // 1000}k" for f in points]
+            for x, y, text in plot_labels(list(zip(xs, ys, budgets, strict=True))):
+                axes.annotate(text, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
         axes.set_xlabel(f"{label}-priced cost (millions of base input tokens)")
         axes.set_ylabel("older continuation recall (%)")
         axes.set_title("harness eval: cost against what survived compaction", fontsize=10)
@@ -164,6 +148,11 @@ def write_tradeoff_png(report: EvalReport, path: Path, *, provider: str = "anthr
     default=None,
     help="Show a progress bar on stderr (default: when stderr is a terminal and not --json).",
 )
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="Print every column of the tables, however wide (default: the columns that fit the terminal).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON instead of tables.")
 def evaluate_command(
     files: tuple[Path, ...],
@@ -174,6 +163,7 @@ def evaluate_command(
     plot: Path | None,
     processes: int | None,
     progress: bool | None,
+    wide: bool,
     as_json: bool,
 ) -> None:
     """Replay transcripts through stacks offline and measure what each stack kept and cost.
@@ -186,7 +176,8 @@ def evaluate_command(
     "Evaluating compaction" defines every figure.
 
     Exit status: 0 when every sent context kept the invariants; 1 when one did not; 2 on
-    a usage error or an unreadable file.
+    a usage error or an unreadable file (each bad file gets one ``error:`` line on stderr
+    and the others are still measured and reported).
 
     \b
     Examples:
@@ -222,6 +213,11 @@ def evaluate_command(
         def done(figures: RunFigures) -> None:
             bar.advance(task)
 
+        def failed(error: HistoryFileError | EvalRunError) -> None:
+            failures.append(error)
+            bar.console.print(f"error: {type(error).__name__}: {error}", markup=False, highlight=False)
+
+        failures: list[HistoryFileError | EvalRunError] = []
         report = evaluate(
             [str(f) for f in files],
             chosen_stacks,
@@ -229,7 +225,10 @@ def evaluate_command(
             prices_file=prices_file,
             processes=processes,
             on_done=done,
+            on_error=failed,
         )
+        if failures and not report.runs:
+            sys.exit(EXIT_USAGE)
         if reference:
             from harness.eval.reference import REFERENCE_STACKS, run_reference
 
@@ -251,12 +250,27 @@ def evaluate_command(
             f"per stack and budget, {report.seconds:.1f}s"
         )
         summary = report.summary()
+        columns = figures_columns(providers, sides=any(f.side != "harness" for f in summary))
+        every = columns
+        if not wide:  # fit the console: the most important columns, no cell wrapped or cut
+            columns = fitted_columns(out, summary, max(report.budgets, default=0), columns, out.width)
         for budget in report.budgets:
-            out.print(figures_table([f for f in summary if f.budget == budget], budget, providers))
+            table = figures_table([f for f in summary if f.budget == budget], budget, columns)
+            if wide:
+                table.width = Measurement.get(out, out.options.update_width(100_000), table).maximum
+                out.print(table, crop=False)  # as wide as every cell on one line needs
+            else:
+                out.print(table)
+        left_out = [c.header for c in every if c not in columns]
+        if left_out:
+            shown = ", ".join(left_out)
+            out.print(f"[dim]columns left out to fit {out.width}: {shown} (--wide shows them)[/dim]")
         for stack in report.stacks:
             out.print(f"  {escaped(stack.label)}: {escaped(stack.spec or '(no capability)')}")
         out.print(f"invalid contexts: {report.invalid_contexts}")
         if plot is not None:
             out.print(f"chart written to {escaped(plot)}")
+    if failures:
+        sys.exit(EXIT_USAGE)
     if report.invalid_contexts:
         sys.exit(EXIT_PROBLEM)

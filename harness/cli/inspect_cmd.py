@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-__all__ = ["describe_file_read", "inspect", "inspect_report"]
+__all__ = ["dedupe_check", "describe_file_read", "inspect", "inspect_report"]
 
 import json
 import sys
 import warnings
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
 
+from harness.capabilities._stack_grammar import parse_stack
 from harness.cli._app import (
     EXIT_PROBLEM,
     HISTORY_PATH,
@@ -26,10 +27,11 @@ from harness.cli._app import (
     read_history_file,
 )
 from harness.cli._json import echo_json
-from harness.core.messages import ToolCallPart, ToolReturnPart
-from harness.errors import MessageError, PluginLoadError
+from harness.core.messages import CanonicalMessage, ToolCallPart, ToolReturnPart
+from harness.errors import HarnessError, MessageError, PluginLoadError
 from harness.history import check_invariants
-from harness.hooks.stacks import installed_capability_classes
+from harness.hooks.stacks import build_entries, installed_capability_classes
+from harness.run.compaction import compact_sync
 from harness.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -89,6 +91,37 @@ def describe_file_read(call: ToolCallPart) -> tuple[str, str] | None:
     """
     describer = _plugin_describer()
     return describer(call) if describer is not None else _heuristic_read(call)
+
+
+_FRESH_SHELL = "dedupe_file_reads:shell_keeps_directory=false"
+
+
+def dedupe_check(messages: Sequence[CanonicalMessage]) -> dict[str, int] | None:
+    """How many reads ``dedupe_file_reads`` supersedes: as configured by default, and for fresh shells.
+
+    By default the capability treats a ``cd`` in a shell call as changing what later relative
+    paths mean (a persistent shell), so reads after one are not superseded. Agents that run
+    every command in a fresh shell (mini-swe-agent, SWE-agent's ``bash``) need
+    ``shell_keeps_directory=false``; comparing both tells ``inspect`` when to say so.
+
+    Returns:
+        ``{"superseded": N, "superseded_with_fresh_shells": M}``, or ``None`` when the
+        plugin is not installed or cannot be built.
+    """
+    classes = installed_capability_classes()
+    if "dedupe_file_reads" not in classes:
+        return None
+    counts: list[int] = []
+    try:
+        for spec in ("dedupe_file_reads", _FRESH_SHELL):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                capabilities = build_entries(parse_stack(spec), classes)
+                result = compact_sync(messages, capabilities, force=True)
+            counts.append(sum(len(event.cleared_tool_call_ids) for event in result.events))
+    except HarnessError:
+        return None
+    return {"superseded": counts[0], "superseded_with_fresh_shells": counts[1]}
 
 
 def inspect_report(history: HistoryFile, counter: TokenCounter, *, top: int = 5) -> dict[str, Any]:
@@ -152,6 +185,7 @@ def inspect_report(history: HistoryFile, counter: TokenCounter, *, top: int = 5)
         "parts": dict(parts),
         "largest_tool_returns": returns[: max(top, 0)],
         "repeated_file_reads": repeated,
+        "dedupe_file_reads": dedupe_check(messages) if repeated else None,
         "invariants": {
             "clean": not violations,
             "violations": [
@@ -210,6 +244,15 @@ def _print(report: Mapping[str, Any]) -> None:
                 ", ".join(map(str, item["message_indices"])),
             )
         out.print(table)
+        dedupe = report["dedupe_file_reads"]
+        if dedupe is not None and dedupe["superseded_with_fresh_shells"] > dedupe["superseded"]:
+            out.print(
+                f"note: dedupe_file_reads supersedes {dedupe['superseded']} of these reads as configured by "
+                "default, which treats a `cd` in a shell call as lasting; with "
+                f"shell_keeps_directory=false it supersedes {dedupe['superseded_with_fresh_shells']}. "
+                "Agents that run each command in a fresh shell (mini-swe-agent, SWE-agent) need: "
+                f"--stack {_FRESH_SHELL}"
+            )
     else:
         out.print("repeated file reads: none")
     violations = report["invariants"]["violations"]

@@ -163,6 +163,8 @@ def replay(
         out.print(terminal_chart(report.comparison, columns=out.width))
         out.print(summary_line(report.comparison))
         out.print(f"invariants: {'clean' if report.invariants_clean else 'BROKEN'}")
+        if report.stopped is not None:
+            out.print(f"[yellow]note:[/yellow] {escaped(report.stopped)}")
         if report.comparison.unpaired:
             out.print(
                 f"[red]the runs differ:[/red] {report.comparison.unpaired} requests were made by one run only"

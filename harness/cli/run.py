@@ -12,17 +12,25 @@ __all__ = ["run"]
 
 import asyncio
 import importlib
+import json
 import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 
 from harness.capabilities.context import CompactionEvent, RequestContext
 from harness.cli._app import cli, console, escaped, resolve_cli_stack, stack_option
 from harness.cli._json import echo_json, edit_count, event_json
-from harness.cli.approval import ApprovalDriver, ApprovalSetup, approval_options, prepare_approval
+from harness.cli.approval import (
+    EXIT_AWAITING_APPROVAL,
+    ApprovalDriver,
+    ApprovalSetup,
+    approval_options,
+    prepare_approval,
+)
 from harness.cli.sessions.files import session_file
 from harness.cli.sessions.options import (
     check_session_name,
@@ -33,11 +41,12 @@ from harness.cli.sessions.options import (
 )
 from harness.cli.streaming import stream_run
 from harness.core.markers import hookimpl
-from harness.core.nodes import CallToolsNode, Node
+from harness.core.messages import harness_mark
 from harness.errors import SessionNotFoundError
 from harness.session import Session
 from harness.session.store import SessionStore
 from harness.tools.context import RunContext
+from harness.tools.lifecycle import ToolEvent
 
 _EXIT_WORDS = frozenset({"exit", "quit", ":q"})
 
@@ -48,13 +57,25 @@ class _Printer:
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         self.events: list[CompactionEvent] = []
+        self._shown: set[str] = set()
 
     @hookimpl
-    def after_node(self, ctx: RunContext, node: Node) -> None:
-        if self.enabled and isinstance(node, CallToolsNode):
-            for call in node.tool_calls:
-                args = ", ".join(f"{k}={v!r}" for k, v in call.args_as_dict().items())
-                console().print(f"  [dim]→ {escaped(call.tool_name)}({escaped(args)})[/dim]")
+    def on_tool(self, ctx: RunContext, event: ToolEvent) -> None:
+        # When the call has run, not when the model asks for it: a call held for approval
+        # (deferred), cancelled, or answered from the ledger on --resume has not run, so it is
+        # not shown as if it had.
+        record = event.record
+        if (
+            not self.enabled
+            or event.kind not in ("completed", "failed")
+            or record.tool_call_id in self._shown
+        ):
+            return
+        self._shown.add(record.tool_call_id)
+        failed = " [red](failed)[/red]" if event.kind == "failed" else ""
+        console().print(
+            f"  [dim]→ {escaped(record.tool_name)}({escaped(_arguments(record.args))})[/dim]{failed}"
+        )
 
     @hookimpl
     def on_compaction(self, ctx: RequestContext, event: CompactionEvent) -> None:
@@ -65,12 +86,25 @@ class _Printer:
             console().print(f"  [cyan]compaction:[/cyan] {escaped(describe_event(event))}")
 
 
+def _arguments(args: Mapping[str, Any] | str | None) -> str:
+    """A tool call's arguments as ``key='value', ...`` (JSON text decoded when it is an object)."""
+    if isinstance(args, str):
+        try:
+            decoded: object = json.loads(args)
+        except ValueError:
+            return args
+        if not isinstance(decoded, dict):
+            return args
+        args = cast("dict[str, Any]", decoded)
+    return ", ".join(f"{key}={value!r}" for key, value in (args or {}).items())
+
+
 def _has_work(session: Session) -> bool:
     """Whether a failed first turn got anything worth keeping: a model response."""
     return any(message.kind == "response" for message in session.messages)
 
 
-def _after_failed_turn(session: Session, store: SessionStore, *, fresh: bool) -> None:
+def _after_failed_turn(session: Session, store: SessionStore, *, fresh: bool, options: str = "") -> None:
     """Keep what a failed turn did, or forget a new session that got nothing worth keeping.
 
     The run's recovery handed the repaired history to the session; this writes it. A new
@@ -89,10 +123,30 @@ def _after_failed_turn(session: Session, store: SessionStore, *, fresh: bool) ->
         return
     if fresh:
         click.echo(
-            f"the session so far was saved in {store.url}; "
-            f"continue with: harness run --resume {session.session_id}",
+            f"the session so far was saved in {store.url}; continue with: {_resume_hint(session, options)}",
             err=True,
         )
+
+
+def _closed_by_interrupt(session: Session) -> bool:
+    """Whether the last run was stopped (Ctrl-C, a timeout) and closed with an ``[INTERRUPTED]`` response."""
+    if not session.messages or session.messages[-1].kind != "response":
+        return False
+    last = session.messages[-1]
+    return any((harness_mark(part) or {}).get("interrupted") for part in last.parts) or bool(
+        (harness_mark(last) or {}).get("interrupted")
+    )
+
+
+def _resume_hint(session: Session, options: str = "") -> str:
+    """The command that continues ``session``: without a prompt only when a run is left unfinished.
+
+    A SIGKILL leaves the view ending with a request or open calls, which ``--resume`` alone
+    finishes; Ctrl-C closes the run with an ``[INTERRUPTED]`` response, after which only a
+    new prompt continues the conversation.
+    """
+    command = f"harness run {options + ' ' if options else ''}--resume {session.session_id}"
+    return command if _interrupted(session) else f'{command} "PROMPT"'
 
 
 def _interrupted(session: Session) -> bool:
@@ -152,9 +206,11 @@ def _open_session(name: str | None, resume: str | None, store: SessionStore, roo
 @click.option(
     "--root",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=Path(),
-    show_default=True,
-    help="Folder the agent may read (its tools cannot leave it).",
+    default=None,
+    help=(
+        "Folder the agent may read (its tools cannot leave it). Default: the session's own folder "
+        "when it continues one (--resume, an existing --session), else the current folder."
+    ),
 )
 @click.option(
     "--session", "session_name", default=None, metavar="NAME", help="Session id to create or continue."
@@ -189,7 +245,7 @@ def run(
     stack: str | None,
     config: Path | None,
     stack_name: str | None,
-    root: Path,
+    root: Path | None,
     session_name: str | None,
     resume: str | None,
     store: str | None,
@@ -233,7 +289,7 @@ def run(
     """  # noqa: D301 - click needs the \b marker
     from harness.cli.demo.runner import load_coding_agent
     from harness.config.stacks import default_stack_spec
-    from harness.hooks.manager import PluginManager
+    from harness.hooks.defaults import default_plugin_manager
     from harness.models.check import check_model
     from harness.models.resolve import resolve_model
 
@@ -259,7 +315,7 @@ def run(
                     raise click.UsageError("give a PROMPT (argument or standard input), or use --interactive")
                 continue_only = True
 
-    manager = PluginManager()
+    manager = default_plugin_manager()
     manager.register(importlib.import_module("harness_coding_agent.provider"), name="coding_agent_models")
     model = resolve_model(model_spec, plugin_manager=manager)
     window = budget if budget is not None else model.context_window
@@ -282,9 +338,12 @@ def run(
     # Before any session exists: a missing key or an unreachable server fails here, writing nothing.
     asyncio.run(check_model(model))
     with opened_store(url) as opened:
+        session = _open_session(session_name, resume, opened, (root or Path()).resolve())
+        if root is None:  # a continued session keeps the folder it was started on
+            root = _session_root(session)
         _run_turns(
             opened,
-            _open_session(session_name, resume, opened, root.resolve()),
+            session,
             agent_module=agent_module,
             model=model,
             capabilities=capabilities,
@@ -296,15 +355,30 @@ def run(
             resumed=resume is not None,
             continue_only=continue_only,
             approval=approval,
-            repeat=_repeated_options(root, store, session_dir),
+            repeat=_repeated_options(ctx, store, session_dir),
         )
 
 
-def _repeated_options(root: Path, store: str | None, session_dir: Path | None) -> str:
-    """The options a printed resume command must repeat: ``--root``, ``--store`` or ``--session-dir``."""
+def _session_root(session: Session) -> Path:
+    """The folder a session was started on, when it still exists; else the current folder."""
+    folder = Path(session.working_directory) if session.working_directory else Path()
+    return folder if folder.is_dir() else Path()
+
+
+def _repeated_options(ctx: click.Context, store: str | None, session_dir: Path | None) -> str:
+    """The options a printed resume command must repeat: ``--store`` or ``--session-dir``.
+
+    Only when given on the command line (``HARNESS_STORE`` and ``HARNESS_SESSION_DIR`` still
+    hold for the next command). ``--root`` is not among them: ``--resume`` runs on the folder
+    the session remembers.
+    """
+    from click.core import ParameterSource
+
+    if ctx.get_parameter_source("store") is not ParameterSource.COMMANDLINE:
+        store = None
+    if ctx.get_parameter_source("session_dir") is not ParameterSource.COMMANDLINE:
+        session_dir = None
     options: list[str] = []
-    if root.resolve() != Path.cwd().resolve():
-        options.append(f"--root {shlex.quote(str(root))}")
     if store:
         options.append(f"--store {shlex.quote(store)}")
     if session_dir is not None:
@@ -373,7 +447,7 @@ def _run_turns(
         try:
             runs = approvals.settle(one_run(text, decisions), resume)
         except BaseException:
-            _after_failed_turn(session, store, fresh=fresh)
+            _after_failed_turn(session, store, fresh=fresh, options=repeat)
             raise
         result = runs[-1]
         # The run checkpoints a stored session after every step; this writes what is left
@@ -396,6 +470,11 @@ def _run_turns(
     approvals.check_decisions()
     unfinished = _interrupted(session)
     if continue_only and not unfinished:
+        if _closed_by_interrupt(session):
+            raise click.UsageError(
+                f"the last run of session {session.session_id!r} was interrupted and closed with "
+                f"[INTERRUPTED]; continue it with a new prompt: {_resume_hint(session, repeat)}"
+            )
         raise click.UsageError(
             f"session {session.session_id!r} has no interrupted run to continue; give a PROMPT"
         )
@@ -469,5 +548,7 @@ def _run_turns(
     else:
         out.print(
             f"[dim]session {escaped(session.session_id)} saved in {escaped(store.url)} (revision "
-            f"{session.revision}); continue with: harness run --resume {escaped(session.session_id)}[/dim]"
+            f"{session.revision}); continue with: {escaped(_resume_hint(session, repeat))}[/dim]"
         )
+    if approvals.pending():  # paused: the session is saved, but the task is not done
+        sys.exit(EXIT_AWAITING_APPROVAL)

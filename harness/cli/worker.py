@@ -12,7 +12,7 @@ __all__ = ["worker"]
 import click
 
 from harness.cli._app import EXIT_PROBLEM, cli, console, escaped
-from harness.hooks.manager import PluginManager
+from harness.hooks.defaults import add_installed, default_plugin_manager
 
 _KNOWN = {"dbos": "harness-dbos", "temporal": "harness-temporal"}
 
@@ -30,8 +30,8 @@ _KNOWN = {"dbos": "harness-dbos", "temporal": "harness-temporal"}
 @click.pass_context
 def worker(ctx: click.Context, engine: str, arguments: tuple[str, ...]) -> None:
     """Run a worker of ENGINE (``dbos``, ``temporal``, or any engine plugin) with its own ARGUMENTS."""
-    manager = PluginManager()
-    manager.load_entrypoint_plugins()
+    manager = default_plugin_manager()
+    add_installed(manager, "engine", engine)  # only the plugins of engine.<ENGINE> entry points
     command = manager.resolve_engine(engine)
     if command is None:
         hint = f" (install {_KNOWN[engine.lower()]})" if engine.lower() in _KNOWN else ""

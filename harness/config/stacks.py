@@ -17,14 +17,22 @@ from __future__ import annotations
 __all__ = [
     "default_stack_entries",
     "default_stack_spec",
+    "missing_capabilities",
+    "require_installed",
     "tiered_stack_entries",
 ]
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Sequence
+from typing import cast
 
 from harness.capabilities._stack_entries import StackEntry
-from harness.capabilities._stack_grammar import format_stack
+from harness.capabilities._stack_grammar import format_stack, is_entry_list
 from harness.config._build import installed_capability_classes
+from harness.errors import StackConfigError
+from harness.hooks.bundled import BUNDLED_PLUGINS, install_command
+
+TIERED_NAMES = ("tiered", "dedupe_file_reads", "clear_tool_results", "summarizing", "sliding_window")
+"""The capabilities of the full tiered stack, :func:`tiered_stack_entries` with everything installed."""
 
 
 def tiered_stack_entries(
@@ -81,3 +89,59 @@ def default_stack_entries(
 def default_stack_spec(*, installed: Collection[str] | None = None) -> str:
     """:func:`default_stack_entries` in the short form, e.g. for a ``--stack`` default."""
     return format_stack(default_stack_entries(installed=installed))
+
+
+def _names(entries: Iterable[StackEntry]) -> Iterable[str]:
+    for entry in entries:
+        yield entry.name
+        for value in entry.params.values():
+            if is_entry_list(value):
+                yield from _names(cast("Sequence[StackEntry]", value))
+
+
+def missing_capabilities(
+    entries: Iterable[StackEntry] | Iterable[str], *, installed: Collection[str] | None = None
+) -> list[str]:
+    """The capability names of ``entries`` (nested tiers included) that are not installed, in order.
+
+    Args:
+        entries: Stack entries, or capability names.
+        installed: Entry-point names to check against (default: the installed ones).
+    """
+    found = set(installed_capability_classes() if installed is None else installed)
+    given = list(entries)
+    names = [item for item in given if isinstance(item, str)]
+    names += list(_names(item for item in given if isinstance(item, StackEntry)))
+    return [name for name in dict.fromkeys(names) if name not in found]
+
+
+def require_installed(
+    entries: Iterable[StackEntry] | Iterable[str],
+    *,
+    what: str,
+    source: str,
+    installed: Collection[str] | None = None,
+) -> None:
+    """Refuse a stack whose capabilities are not all installed, saying which distributions to install.
+
+    Args:
+        entries: Stack entries, or capability names.
+        what: How the stack is named in the message (``"the tiered preset"``).
+        source: Where the stack came from, for :class:`~harness.errors.StackConfigError`.
+        installed: Entry-point names to check against (default: the installed ones).
+
+    Raises:
+        StackConfigError: A capability is missing; the message names each one and, for the
+            bundled ones, the distribution and the command that installs it.
+    """
+    missing = missing_capabilities(entries, installed=installed)
+    if not missing:
+        return
+    listed = ", ".join(
+        f"{name!r} ({BUNDLED_PLUGINS[name]})" if name in BUNDLED_PLUGINS else repr(name) for name in missing
+    )
+    bundled = [BUNDLED_PLUGINS[name] for name in missing if name in BUNDLED_PLUGINS]
+    install = f"; from a clone of harness: {install_command(bundled)}" if bundled else ""
+    raise StackConfigError(
+        f"{source}: {what} needs capabilities that are not installed: {listed}{install}", source=source
+    )

@@ -189,6 +189,7 @@ def build_outgoing(
     if request_scoped and out:
         last = out[-1]
         out[-1] = last.replace(parts=(*last.parts, *request_scoped))
+    out.changed, out.original = False, None  # building it is not a wrapper's edit
     return out
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "supports_streaming",
 ]
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Protocol, TypeAlias, runtime_checkable
 
@@ -130,6 +131,10 @@ async def collect_stream(
 ) -> CanonicalMessage:
     """Run ``model.request_stream``, pass each delta to ``sink``, and return the final message.
 
+    After each delta passed to ``sink`` it yields to the event loop once: the consumer sees
+    the delta before the next one is made, and an abort (a cancellation) lands before the
+    next one, also with a model whose stream never waits (``TestModel``, a replay).
+
     Raises:
         ModelResponseError: The stream ended without a :class:`ResponseDone`, or yielded
             something that is not a delta.
@@ -149,6 +154,7 @@ async def collect_stream(
                 )
             if sink is not None:
                 sink(item)
+                await asyncio.sleep(0)  # the consumer's turn: an abort stops the stream here
     finally:
         aclose = getattr(stream, "aclose", None)
         if aclose is not None:

@@ -19,9 +19,13 @@ __all__ = ["failure_from_json", "failure_to_json"]
 import importlib
 import json
 from collections.abc import Mapping
-from typing import Any, cast
+from pathlib import Path, PurePath
+from typing import Any, Final, cast
 
 _ALLOWED_ROOTS = ("harness", "harness_")
+_FORM: Final = "state"
+"""The payload's ``"form"``: rebuilt from ``args`` and ``state`` without calling the constructor."""
+_PATH_KEY: Final = "$path"
 
 
 def _allowed(module: str) -> bool:
@@ -50,11 +54,34 @@ def _jsonable(value: object) -> bool:
     return True
 
 
-def failure_to_json(exc: BaseException) -> dict[str, Any] | None:
-    """``{"type", "args", "notes"}`` to rebuild ``exc`` from, or ``None`` when it cannot travel as JSON.
+def _to_json_value(value: object) -> tuple[bool, object]:
+    """``(True, encoded)`` for a JSON value or a path (``{"$path": text}``), else ``(False, None)``."""
+    if isinstance(value, PurePath):
+        return True, {_PATH_KEY: str(value)}
+    if isinstance(value, tuple | list):
+        items: tuple[object, ...] = tuple(cast(tuple[object, ...], value))
+        if items and all(isinstance(v, PurePath) for v in items):
+            return True, [{_PATH_KEY: str(v)} for v in items]
+    return (True, cast(object, value)) if _jsonable(cast(object, value)) else (False, None)
 
-    Only errors of harness's own modules travel (``None`` otherwise), and only when the
-    arguments their ``__reduce__`` names are JSON values.
+
+def _from_json_value(value: object) -> object:
+    if isinstance(value, list):
+        return tuple(_from_json_value(v) for v in cast(list[object], value))
+    if isinstance(value, Mapping):
+        mapping = cast(Mapping[str, object], value)
+        if set(mapping) == {_PATH_KEY}:
+            text = mapping[_PATH_KEY]
+            return Path(text) if isinstance(text, str) else cast(object, mapping)
+    return cast(object, value)
+
+
+def failure_to_json(exc: BaseException) -> dict[str, Any] | None:
+    """``{"type", "args", "state", "notes"}`` to rebuild ``exc`` from, or ``None`` if it cannot travel.
+
+    Only errors of harness's own modules travel (``None`` otherwise), and only when their
+    ``args`` (the message, for a harness error) are JSON values. ``state`` holds the
+    attributes its ``__reduce__`` keeps that are JSON values or paths; the others are left out.
     """
     kind = type(exc)
     module = kind.__module__
@@ -66,24 +93,19 @@ def failure_to_json(exc: BaseException) -> dict[str, Any] | None:
         return None
     if not isinstance(reduced, tuple) or len(reduced) < 2:
         return None
-    rebuild: object = reduced[0]
-    args = list(cast(tuple[Any, ...], reduced[1]))
+    args = list(exc.args)
     if not _jsonable(args):
         return None
-    data: dict[str, Any] = {"type": f"{module}:{kind.__qualname__}", "args": args}
-    if rebuild is not kind:  # a module-level rebuilder of harness's own (``__reduce__``)
-        owner = getattr(rebuild, "__module__", None) or ""
-        name = getattr(rebuild, "__qualname__", None)
-        if not callable(rebuild) or not _allowed(owner) or not isinstance(name, str):
-            return None
-        data["call"] = f"{owner}:{name}"
+    data: dict[str, Any] = {"type": f"{module}:{kind.__qualname__}", "args": args, "form": _FORM}
     state: object = reduced[2] if len(reduced) > 2 else None
     if isinstance(state, dict):
-        kept = {
-            str(k): v
-            for k, v in cast(dict[object, object], state).items()
-            if k != "__notes__" and _jsonable(v)
-        }
+        kept: dict[str, object] = {}
+        for key, value in cast(dict[object, object], state).items():
+            if key == "__notes__":
+                continue
+            ok, encoded = _to_json_value(value)
+            if ok:
+                kept[str(key)] = encoded
         if kept:
             data["state"] = kept
     notes: object = getattr(exc, "__notes__", None)
@@ -92,6 +114,29 @@ def failure_to_json(exc: BaseException) -> dict[str, Any] | None:
         if texts:
             data["notes"] = texts
     return data
+
+
+def _made(target: type[BaseException], fields: Mapping[str, Any], values: list[Any]) -> BaseException | None:
+    """``target`` as the payload says it was: its ``args`` set, its ``__init__`` not called."""
+    if fields.get("form") == _FORM:
+        error = target.__new__(target, *values)
+        error.args = tuple(values)
+        return error
+    # A payload of an earlier release: its "args" are the constructor's arguments.
+    call = fields.get("call")
+    maker: object = target if call is None else (_resolve(call) if isinstance(call, str) else None)
+    if not callable(maker):
+        return None
+    try:
+        made = maker(*values)
+    except TypeError:
+        if call is not None:
+            return None
+        made = target.__new__(target, *values)
+        made.args = tuple(values)
+    except Exception:
+        return None
+    return made if isinstance(made, target) else None
 
 
 def failure_from_json(data: object) -> BaseException | None:
@@ -105,31 +150,15 @@ def failure_from_json(data: object) -> BaseException | None:
     target = _resolve(name)
     if not isinstance(target, type) or not issubclass(target, BaseException):
         return None
-    call = fields.get("call")
-    maker: object = target if call is None else (_resolve(call) if isinstance(call, str) else None)
-    if not callable(maker):
-        return None
     values = [tuple(cast(list[Any], a)) if isinstance(a, list) else a for a in cast(list[Any], args)]
-    try:
-        error = maker(*values)
-    except TypeError:
-        # A class whose __init__ takes other arguments than the ones it keeps in ``args``
-        # (what pickle itself would trip on): rebuild it without calling __init__, as its
-        # arguments and attributes say it was.
-        if call is not None:
-            return None
-        error = target.__new__(target, *values)
-        error.args = tuple(values)
-    except Exception:
-        return None
-    if not isinstance(error, target):
+    error = _made(target, fields, values)
+    if error is None:
         return None
     state = fields.get("state")
     if isinstance(state, Mapping):
         for key, value in cast(Mapping[str, Any], state).items():
-            restored: Any = tuple(cast(list[Any], value)) if isinstance(value, list) else value
             try:
-                setattr(error, key, restored)
+                setattr(error, key, _from_json_value(value))
             except (AttributeError, TypeError):
                 continue
     for note in fields.get("notes") or ():

@@ -35,8 +35,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
-from harness.errors import SessionNotFoundError
+from harness.errors import SessionConflictError, SessionNotFoundError
 from harness.session.delegating import DelegatingStore
+from harness.session.ids import check_session_id
 from harness.session.records import Checkpoint, SessionHead
 from harness.session.store import SessionStore
 
@@ -50,9 +51,11 @@ DURABLE_MARK = "harness.durable"
 def mark_checkpoint(checkpoint: Checkpoint, run_key: str, number: int) -> Checkpoint:
     """``checkpoint`` with its head marked as commit ``number`` of run ``run_key``."""
     head = checkpoint.head
+    fields = checkpoint.head_fields
     return attrs.evolve(
         checkpoint,
         head=attrs.evolve(head, metadata={**head.metadata, DURABLE_MARK: {"run": run_key, "commit": number}}),
+        head_fields=None if fields is None else fields | {"metadata"},  # the mark is a change to write
     )
 
 
@@ -146,3 +149,28 @@ class ReplaySafeStore(DelegatingStore):
         from harness.durable.snapshot import session_from_snapshot
 
         return session_from_snapshot(self, snapshot, source=source)
+
+    def new_session(self, **fields: Any) -> Session:
+        """The session a run creates here: ``Session.create``, aware of replays.
+
+        An id the store holds already is refused, as ``Session.create`` refuses it, unless
+        the stored head carries this run's mark: an earlier execution of the run created
+        it, and a replay makes its commits again.
+
+        Raises:
+            SessionIdError: The ``session_id`` given breaks the rule of :mod:`harness.session.ids`.
+            SessionConflictError: Someone else holds a session with that id.
+        """
+        from harness.session import Session
+
+        session_id = fields.get("session_id")
+        if session_id is not None:
+            check_session_id(session_id)
+            try:
+                stored = self.inner.head(session_id)
+            except SessionNotFoundError:
+                stored = None
+            mark = None if stored is None else _mark(stored)
+            if stored is not None and (mark is None or mark[0] != self.run_key):
+                raise SessionConflictError(self.inner.url, session_id, 0, stored.revision)
+        return Session(store=self, **fields)

@@ -37,7 +37,7 @@ from harness.capabilities.context import CompactionEvent, RequestContext
 from harness.core.markers import hookimpl
 from harness.core.messages import CanonicalMessage, harness_mark
 from harness.core.nodes import ModelRequestNode, Node
-from harness.errors import EvalRunError
+from harness.errors import EvalRunError, HistoryFileError
 from harness.eval.budget import is_unavoidable
 from harness.eval.pricing import Prices, load_prices, price_requests
 from harness.eval.probes import ProbeSet, extract_probes
@@ -185,7 +185,7 @@ _loaded: dict[str, tuple[list[CanonicalMessage], ProbeSet, dict[str, tuple[int, 
 
 
 def _read_history(path: str) -> list[CanonicalMessage]:
-    from harness.errors import HistoryFileError, WireFormatError
+    from harness.errors import WireFormatError
     from harness.wire import load_history
 
     try:
@@ -230,6 +230,7 @@ def evaluate(
     prices_file: str | Path | None = None,
     processes: int | None = None,
     on_done: Callable[[RunFigures], None] | None = None,
+    on_error: Callable[[HistoryFileError | EvalRunError], None] | None = None,
 ) -> EvalReport:
     """Evaluate every (file, stack, budget) combination.
 
@@ -241,6 +242,9 @@ def evaluate(
         processes: Worker processes (default: the CPUs, at most the number of runs;
             ``1`` runs everything in this process).
         on_done: Called with each run's figures as it finishes.
+        on_error: Called with each file that cannot be read (once per file) and each replay
+            that fails, while the other runs go on; the report holds the runs that
+            succeeded. Without it the first such error is raised.
 
     Raises:
         StackConfigError: A stack string is bad.
@@ -260,21 +264,43 @@ def evaluate(
     jobs.sort(key=lambda job: -os.path.getsize(job[0]))  # longest first: the pool ends together
     workers = processes if processes is not None else min(len(jobs), os.cpu_count() or 1)
     results: list[RunFigures] = []
+    unreadable: set[str] = set()
+
+    def failed(error: HistoryFileError | EvalRunError) -> None:
+        if on_error is None:
+            raise error
+        if isinstance(error, HistoryFileError):
+            if str(error.path) in unreadable:
+                return
+            unreadable.add(str(error.path))
+        on_error(error)
+
+    def finished(figures: RunFigures) -> None:
+        results.append(figures)
+        if on_done is not None:
+            on_done(figures)
+
     started = time.perf_counter()
     if workers <= 1 or len(jobs) <= 1:
         for job in jobs:
-            figures = run_one(*job, prices_path)
-            results.append(figures)
-            if on_done is not None:
-                on_done(figures)
+            if job[0] in unreadable:
+                continue
+            try:
+                figures = run_one(*job, prices_path)
+            except (HistoryFileError, EvalRunError) as exc:
+                failed(exc)
+                continue
+            finished(figures)
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             futures = [pool.submit(run_one, *job, prices_path) for job in jobs]
             for future in as_completed(futures):
-                figures = future.result()
-                results.append(figures)
-                if on_done is not None:
-                    on_done(figures)
+                try:
+                    figures = future.result()
+                except (HistoryFileError, EvalRunError) as exc:
+                    failed(exc)
+                    continue
+                finished(figures)
     order = {
         (p, s.label, b): i
         for i, (p, s, b) in enumerate((p, s, b) for p in paths for s in chosen for b in sizes)
@@ -291,7 +317,5 @@ def evaluate(
 
 
 def _check_file(path: str) -> None:
-    from harness.errors import HistoryFileError
-
     if not Path(path).is_file():
         raise HistoryFileError(Path(path), "no such file")

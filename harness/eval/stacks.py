@@ -22,7 +22,7 @@ import attrs
 
 from harness.capabilities.base import Capability
 from harness.config import build_stack, format_stack, parse_stack
-from harness.config.stacks import tiered_stack_entries
+from harness.config.stacks import TIERED_NAMES, require_installed, tiered_stack_entries
 
 CLEAR_WINDOW_SPEC: Final = (
     "clear_tool_results:keep_pairs=3,max_fraction=0.8 sliding_window:keep_messages=6,max_fraction=0.8"
@@ -53,16 +53,22 @@ def eval_stack(name_or_spec: str) -> EvalStack:
     """A preset by name, or a short-form stack string as given.
 
     Raises:
-        StackConfigError: The string is not a valid stack.
+        StackConfigError: The string is not a valid stack, or names a capability that is not
+            installed (naming the distribution to install).
     """
     text = name_or_spec.strip()
     if text == "tiered":
+        # a preset is never evaluated with tiers missing: its figures would be another stack's
+        require_installed(TIERED_NAMES, what="the 'tiered' preset", source="--stack tiered")
         return EvalStack("tiered", format_stack(tiered_stack_entries()))
     if text == "clear+window":
+        require_installed(
+            parse_stack(CLEAR_WINDOW_SPEC), what="the 'clear+window' preset", source="--stack clear+window"
+        )
         return EvalStack("clear+window", CLEAR_WINDOW_SPEC)
     if text in ("none", ""):
         return EvalStack("none", "")
-    parse_stack(text, source="--stack")  # fail early, naming the option
+    require_installed(parse_stack(text, source="--stack"), what="this stack", source="--stack")  # fail early
     return EvalStack(text, text)
 
 

@@ -10,7 +10,12 @@
 * :mod:`harness.hooks.middleware`: driving the ``wrap_*`` wrapper generators across the
   awaited call, and ``after_model_response``.
 * :mod:`harness.hooks.validation`: what a registered implementation must look like.
-* :mod:`harness.hooks.entrypoints`: entry-point discovery, loading and listing.
+* :mod:`harness.hooks.entrypoints`: entry-point discovery, loading and listing; what an
+  entry point's name provides (a capability, ``store.<scheme>``, ``engine.<name>``,
+  ``plugin.<name>``).
+* :mod:`harness.hooks.installed`: the installed plugins, each imported when first asked for.
+* :mod:`harness.hooks.defaults`: the manager ``Agent()`` and ``open_store()`` start from
+  (installed observers on, nothing else imported).
 * :mod:`harness.hooks.tracing`: ``HARNESS_TRACE_PLUGINS`` hook-call tracing.
 
 The markers (:data:`hookimpl`, :data:`hookspec`) are defined in :mod:`harness.core.markers`

@@ -1,7 +1,19 @@
 """Entry-point plugins: discovery, the allow and block lists, loading, listing.
 
 Plugins are published under the ``harness`` entry-point group
-(``[project.entry-points.harness]``). ``HARNESS_LOAD_PLUGINS`` and
+(``[project.entry-points.harness]``). An entry point's name says what it provides, so
+harness imports a plugin only when that is asked for (:func:`provides`):
+
+* ``<name>``: a capability class, imported when a stack names ``<name>``;
+* ``store.<scheme>``: a module answering ``resolve_store``, imported when a ``<scheme>://``
+  URL is opened (one entry point per scheme);
+* ``engine.<name>``: a module answering ``resolve_engine``, imported by ``harness worker <name>``;
+* ``model.<prefix>``: a plugin answering ``resolve_model``, imported when an agent's model
+  string starts with ``<prefix>:``;
+* ``plugin.<name>``: an observer registered in every default plugin manager (``Agent()``,
+  ``harness.open_store()``, the CLI): installing it turns it on.
+
+``HARNESS_LOAD_PLUGINS`` and
 ``HARNESS_DISABLE_PLUGINS`` filter which ones are loaded (:func:`select_entry_points`, which
 also says why each one left out was, and warns with
 :class:`~harness.errors.UnknownPluginNameWarning` about an entry that matches no installed
@@ -14,14 +26,17 @@ from __future__ import annotations
 __all__ = [
     "DISABLE_ENV",
     "ENTRY_POINT_GROUP",
+    "KINDS",
     "LOAD_ENV",
     "EntryPointSelection",
     "PluginInfo",
     "PluginKind",
     "PluginSource",
+    "Provided",
     "hook_names",
     "load_entry_point",
     "plugin_info",
+    "provides",
     "registration_error",
     "select_entry_points",
 ]
@@ -31,7 +46,6 @@ import importlib.metadata
 import inspect
 import os
 import re
-import warnings
 from collections.abc import Iterable, Mapping
 from typing import Final, Literal, TypeAlias, cast
 
@@ -39,7 +53,7 @@ import attrs
 
 from harness.capabilities.base import Capability
 from harness.core.markers import PROJECT_NAME
-from harness.errors import PluginLoadError, UnknownPluginNameWarning
+from harness.errors import PluginLoadError, UnknownPluginNameWarning, warn_at_caller
 
 ENTRY_POINT_GROUP: Final = PROJECT_NAME
 """The entry-point group plugins are published under: ``[project.entry-points.harness]``."""
@@ -57,6 +71,27 @@ PluginKind: TypeAlias = Literal["capability", "plugin", "available"]
 """How a plugin is known to the manager (see :attr:`PluginInfo.kind`)."""
 
 _IMPL_ATTR: Final = f"{PROJECT_NAME}_impl"
+
+Provided: TypeAlias = Literal["capability", "store", "engine", "model", "plugin"]
+"""What an entry point provides, read from its name (see :func:`provides`)."""
+
+KINDS: Final[tuple[Provided, ...]] = ("store", "engine", "model", "plugin")
+"""The entry-point name prefixes (``store.``, ``engine.``, ``model.``, ``plugin.``); others: capabilities."""
+
+
+def provides(name: str) -> tuple[Provided, str]:
+    """What the entry point ``name`` provides, and for which key.
+
+    ``"store.postgresql"`` is ``("store", "postgresql")``, ``"engine.dbos"``
+    ``("engine", "dbos")``, ``"model.mine"`` ``("model", "mine")``, ``"plugin.otel"``
+    ``("plugin", "otel")``; any other name is a capability of that name:
+    ``"sliding_window"`` is ``("capability", "sliding_window")``. Keys compare lower-cased.
+    """
+    prefix, dot, key = name.partition(".")
+    for kind in KINDS:
+        if dot and prefix == kind and key:
+            return kind, key.lower()
+    return "capability", name
 
 
 @attrs.frozen
@@ -194,7 +229,7 @@ def _warn_unmatched(names: _NameList, known: Mapping[str, str], installed: Itera
         suggestion = known[close[0]] if close else None
         hint = f"; did you mean {suggestion!r}?" if suggestion else ""
         listing = f"installed: {', '.join(shown)}" if shown else "no harness plugin is installed"
-        warnings.warn(
+        warn_at_caller(
             UnknownPluginNameWarning(
                 f"{names.label} entry {entry!r} matches no installed harness plugin "
                 f"(entry-point or distribution name){hint} ({listing})",
@@ -202,8 +237,7 @@ def _warn_unmatched(names: _NameList, known: Mapping[str, str], installed: Itera
                 entry=entry,
                 installed=shown,
                 suggestion=suggestion,
-            ),
-            stacklevel=4,
+            )
         )
 
 
@@ -231,9 +265,14 @@ def select_entry_points(
     excluded: dict[str, str] = {}
     known: dict[str, str] = {}
     installed: list[str] = []
-    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+    discovered = list(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
+    # entry points naming the same object (one store module for two schemes) are one plugin
+    siblings: dict[str, list[str]] = {}
+    for ep in discovered:
+        siblings.setdefault(ep.value, []).extend({ep.name, provides(ep.name)[1]})
+    for ep in discovered:
         source = PluginSource.of(ep)
-        names = [ep.name] + ([source.distribution] if source.distribution else [])
+        names = siblings[ep.value] + ([source.distribution] if source.distribution else [])
         known.update({_normalize(name): name for name in names})
         installed.append(ep.name)
         keys = [_normalize(name) for name in names]
@@ -269,6 +308,8 @@ def load_entry_point(ep: importlib.metadata.EntryPoint, source: PluginSource) ->
     """
     try:
         obj = ep.load()
+    except Warning:
+        raise  # a warning the filters turned into an error (-W error): not a broken plugin
     except Exception as exc:
         raise _load_error(ep, source, "failed to import", exc) from exc
     if isinstance(obj, type):

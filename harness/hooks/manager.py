@@ -48,6 +48,7 @@ from harness.hooks.entrypoints import (
     PluginSource,
     load_entry_point,
     plugin_info,
+    provides,
     registration_error,
     select_entry_points,
 )
@@ -502,7 +503,7 @@ class PluginManager(Middleware):
                 others still load (what ``harness plugins`` does).
 
         Returns:
-            The names of the entry points loaded by this call.
+            The names the entry points loaded by this call are registered or listed under.
 
         Raises:
             PluginLoadError: An entry point failed to import or to register (with
@@ -521,19 +522,22 @@ class PluginManager(Middleware):
         )
         for ep, source in selection.selected:
             self._excluded.pop(ep.name, None)
-            if self._pm.has_plugin(ep.name) or ep.name in self._available:
+            name = provides(ep.name)[1]  # store.postgres registers as "postgres"
+            if self._pm.has_plugin(name) or name in self._available:
                 continue
             try:
                 obj = load_entry_point(ep, source)
                 if isinstance(obj, type):
-                    self._available[ep.name] = obj
-                    self._available_sources[ep.name] = source
-                else:
+                    self._available[name] = obj
+                    self._available_sources[name] = source
+                elif not self._pm.is_registered(obj):  # else one object under two names (schemes)
                     try:
-                        self._register(obj, ep.name)
+                        self._register(obj, name)
                     except PluginLoadError as exc:
                         raise registration_error(ep, source, exc) from exc
-                    self._sources[ep.name] = source
+                    self._sources[name] = source
+                else:
+                    continue
             except PluginLoadError as exc:
                 if errors == "raise":
                     raise
@@ -541,11 +545,11 @@ class PluginManager(Middleware):
                 self._load_errors[ep.name] = exc
                 continue
             self._load_errors.pop(ep.name, None)
-            loaded.append(ep.name)
+            loaded.append(name)
         return loaded
 
     def load_errors(self) -> list[PluginLoadError]:
-        """The entry points that failed to load with ``errors="collect"`` (and did not load since)."""
+        """The entry points that failed to load with ``errors="collect"`` (not loaded since)."""
         return list(self._load_errors.values())
 
     def excluded_plugins(self) -> dict[str, str]:
@@ -561,18 +565,11 @@ class PluginManager(Middleware):
         return self._available if self._entrypoints_loaded else installed_capability_classes()
 
     def available_capabilities(self) -> dict[str, type]:
-        """Capability classes found through entry points, by entry-point name.
-
-        They are not registered: instantiate one with its configuration and pass it to
-        :meth:`add_capabilities`.
-        """
+        """Capability classes found through entry points, by name (unregistered: configure, then add)."""
         return dict(self._available)
 
     def list_plugins(self) -> list[PluginInfo]:
-        """Every registered capability and plugin, then every available capability class.
-
-        Capabilities come in run order, plugins in registration order.
-        """
+        """Registered capabilities (in run order), plugins (registration order), then available classes."""
         infos: list[PluginInfo] = []
         for capability in self._resolved:
             name = self._name_of(capability)

@@ -21,9 +21,7 @@ __all__ = [
 
 import functools
 import inspect
-import os
 import re
-import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, cast
 
@@ -34,34 +32,25 @@ from harness.capabilities._stack_entries import StackEntry, stack_error
 from harness.capabilities._stack_grammar import is_entry_list, parse_stack
 from harness.capabilities.base import Capability
 from harness.errors import HarnessError
-from harness.hooks.entrypoints import DISABLE_ENV, LOAD_ENV, hook_names, load_entry_point, select_entry_points
+from harness.hooks.bundled import missing_plugin_hint
+from harness.hooks.entrypoints import hook_names
+from harness.hooks.installed import installed_capabilities, installed_selection
 
 TRIGGER_PARAMETERS: Final = ("max_messages", "max_tokens", "max_fraction")
 """An entry setting none of these gets the capability's ``default_trigger``."""
 
 
-@functools.cache
-def _installed(load: str | None, disable: str | None) -> Mapping[str, type]:
-    del load, disable  # cache key only: the selected entry points depend on these variables
-    classes: dict[str, type] = {}
-    for ep, source in select_entry_points().selected:
-        if ep.name not in classes:
-            obj = load_entry_point(ep, source)
-            if isinstance(obj, type):
-                classes[ep.name] = obj
-    return types.MappingProxyType(classes)
-
-
 def installed_capability_classes() -> Mapping[str, type]:
     """Capability classes published through the ``harness`` entry points, by name.
 
-    Honours ``HARNESS_LOAD_PLUGINS`` / ``HARNESS_DISABLE_PLUGINS``; cached per value of
-    those variables for the life of the process.
+    Honours ``HARNESS_LOAD_PLUGINS`` / ``HARNESS_DISABLE_PLUGINS``. Listing the names
+    imports nothing; looking one up imports that plugin only (and keeps it for the
+    process), so a broken plugin breaks only the stacks that name it.
 
     Raises:
-        PluginLoadError: An entry point failed to load.
+        PluginLoadError: On lookup, when that capability's plugin failed to import.
     """
-    return _installed(os.environ.get(LOAD_ENV), os.environ.get(DISABLE_ENV))
+    return installed_capabilities()
 
 
 @attrs.frozen
@@ -124,9 +113,12 @@ def _build_entry(
     cls = classes.get(entry.name)
     if cls is None:
         # an installed plugin the allow or block list left out: say so, not "unknown"
-        reason = (select_entry_points().excluded if excluded is None else excluded).get(entry.name)
+        reason = (installed_selection().excluded if excluded is None else excluded).get(entry.name)
         if reason is not None:
             raise stack_error(f"capability {entry.name!r} is installed but {reason}", source=source)
+        hint = missing_plugin_hint([entry.name])
+        if hint is not None:  # a bundled capability on a core-only install: say what to install
+            raise stack_error(f"unknown capability {entry.name!r}: {hint}", source=source)
         raise stack_error(
             f"unknown capability {entry.name!r}",
             source=source,

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from harness.core.model import Model
 from harness.errors import ModelResolutionError, ProviderNotInstalledError
+from harness.hooks.defaults import DefaultPluginManager, add_installed
 
 if TYPE_CHECKING:
     from harness.hooks.manager import PluginManager
@@ -112,12 +113,15 @@ def resolve_model(model: str | Model, *, plugin_manager: PluginManager | None = 
     Args:
         model: A :class:`~harness.core.model.Model`, or a string such as ``"openai:gpt-4o-mini"``,
             ``"anthropic:claude-sonnet-4-6"``, ``"ollama:llama3.2"`` or ``"test"``.
-        plugin_manager: Asked first, through its ``resolve_model`` hook.
+        plugin_manager: Asked first, through its ``resolve_model`` hook. A default manager
+            (:func:`~harness.hooks.defaults.default_plugin_manager`, what ``Agent(...)`` makes)
+            first registers the installed ``model.<prefix>`` plugins of the string's prefix.
 
     Raises:
         ModelResolutionError: No plugin and no built-in provider understood the string, a
             plugin answered something that is not a model, or ``model`` is neither.
         ProviderNotInstalledError: The provider's SDK is missing (install the extra it names).
+        PluginLoadError: The installed ``model.<prefix>`` plugin of the prefix failed to import.
     """
     if not isinstance(model, str):
         if isinstance(model, Model):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -131,6 +135,9 @@ def resolve_model(model: str | Model, *, plugin_manager: PluginManager | None = 
     if not model_string:
         raise ModelResolutionError(model, "the model string is empty", BUILTIN_PREFIXES)
     if plugin_manager is not None:
+        if ":" in model_string and isinstance(plugin_manager, DefaultPluginManager):
+            # a provider published as model.<prefix> is imported when its prefix is first used
+            add_installed(plugin_manager, "model", model_string.split(":", 1)[0])
         answer = plugin_manager.resolve_model(model_string)
         if answer is not None:
             if inspect.isawaitable(answer):

@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from harness.errors import ReplayExhausted
 
-__all__ = ["ReplayExhausted", "ReplayModel", "ReplayTools", "replay_history", "user_turns"]
+__all__ = [
+    "NO_RECORDED_RESULT",
+    "ReplayExhausted",
+    "ReplayModel",
+    "ReplayTools",
+    "recording_end",
+    "replay_history",
+    "user_turns",
+]
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -30,6 +38,10 @@ from harness.tools.tool import Tool
 if TYPE_CHECKING:
     from harness.run.agent import RunResult
     from harness.session import Session
+
+
+NO_RECORDED_RESULT = "[no recorded result]"
+"""What :class:`ReplayTools` answers a call the recording has no answer for."""
 
 
 class ReplayModel:
@@ -110,7 +122,7 @@ class ReplayTools:
     """Answers replayed tool calls with the recorded results, matched by ``tool_call_id``.
 
     A recorded ``RetryPromptPart`` is replayed as :class:`~harness.errors.ToolRetry`; a
-    call with no recorded answer returns ``"[no recorded result]"``.
+    call with no recorded answer returns :data:`NO_RECORDED_RESULT`.
     """
 
     def __init__(self, history: Sequence[CanonicalMessage]) -> None:
@@ -134,7 +146,7 @@ class ReplayTools:
         """
         recorded = self.answers.get(tool_call_id or "")
         if recorded is None:
-            return "[no recorded result]"
+            return NO_RECORDED_RESULT
         if isinstance(recorded, RetryPromptPart):
             content = recorded.content
             raise ToolRetry(content if isinstance(content, str) else str(content), hint=False)
@@ -170,6 +182,41 @@ def user_turns(history: Sequence[CanonicalMessage]) -> list[str]:
     return turns
 
 
+def recording_end(history: Sequence[CanonicalMessage]) -> str | None:
+    """Where a recording stops in the middle of a turn, in one line; ``None`` when it ends with an answer.
+
+    A crashed or cut-off agent leaves a recording that ends with a request (a tool result
+    or a prompt) no response answers, or with a response whose tool calls nothing
+    answers. :func:`replay_history` replays such a recording up to its last recorded
+    response, and this says where that is.
+    """
+    if not history:
+        return None
+    responses = sum(1 for m in history if m.kind == "response")
+    where = f"message {len(history)} of {len(history)}"
+    last = history[-1]
+    if last.kind == "request":
+        return (
+            f"the recording ends with a request no response answers ({where}): "
+            f"replayed up to its last recorded response ({responses} of {responses})"
+        )
+    answered = {
+        p.tool_call_id
+        for m in history
+        for p in m.parts
+        if isinstance(p, ToolReturnPart) or (isinstance(p, RetryPromptPart) and p.answers_tool_call)
+    }
+    unanswered = [c for c in last.tool_calls if c.tool_call_id not in answered]
+    if not unanswered:
+        return None
+    calls = ", ".join(f"{c.tool_name} ({c.tool_call_id})" for c in unanswered)
+    return (
+        f"the recording ends with {len(unanswered)} unanswered tool call(s) in its last response "
+        f"({where}, response {responses} of {responses}): {calls}; replayed up to that response, "
+        f"the calls answered {NO_RECORDED_RESULT!r}"
+    )
+
+
 async def replay_history(
     history: Sequence[CanonicalMessage],
     *,
@@ -184,12 +231,18 @@ async def replay_history(
     transcript can be inspected. Fallback parsing is off unless ``agent_options`` turns
     it on (recorded text must not turn into new calls).
 
+    A recording that stops in the middle of a turn (:func:`recording_end` says where: a
+    request no response answers, or unanswered tool calls, what a crashed agent leaves)
+    is replayed up to its last recorded response; the session then ends with the request
+    the recording has no answer to, and that turn has no result.
+
     Returns:
-        The session holding the replayed history, and the result of every run.
+        The session holding the replayed history, and the result of every run that ended.
 
     Raises:
-        ReplayExhausted: The loop asked for more responses than were recorded (for
-            example because a capability changed what the model would have been asked).
+        ReplayExhausted: The loop asked for more responses than were recorded before the
+            recording's end (for example because a capability changed what the model
+            would have been asked).
     """
     from harness.run.agent import Agent
     from harness.session import Session
@@ -205,13 +258,13 @@ async def replay_history(
     target = session if session is not None else Session()
     results: list[RunResult] = []
     turns = user_turns(history)
-    ends_with_request = bool(history) and history[-1].kind == "request"
+    stops_mid_turn = recording_end(history) is not None
     for index, prompt in enumerate(turns):
         try:
             results.append(await agent.run(prompt, session=target))
         except ReplayExhausted:
-            # A recording that stops after a tool result (the agent was cut off) ends the
-            # replay the same way: the loop has saved the history, ending with that request.
-            if not (ends_with_request and index == len(turns) - 1 and model.remaining == 0):
+            # A recording that stops mid-turn (after a tool result, or on unanswered calls)
+            # ends the replay here: the loop has saved the history, ending with that request.
+            if not (stops_mid_turn and index == len(turns) - 1 and model.remaining == 0):
                 raise
     return target, results

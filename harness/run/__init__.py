@@ -38,7 +38,7 @@ from harness.run.fallback import FALLBACK_ID_PREFIX, extract_fallback_tool_calls
 from harness.run.orchestrator import RequestOrchestrator, RunOutcome
 from harness.run.outgoing import build_outgoing, system_parts
 from harness.run.prepare import prepare_history
-from harness.run.recovery import ABORTED_TOOL_CONTENT, INTERRUPTED_MARKER
+from harness.run.recovery import ABORTED_TOOL_CONTENT, INTERRUPTED_MARKER, INTERRUPTED_UNKNOWN_CONTENT
 from harness.run.responses import (
     EMPTY_RESPONSE_NUDGE,
     is_blank_response,
@@ -48,6 +48,7 @@ from harness.run.responses import (
 from harness.run.result import RunStatus
 from harness.run.settings import InstructionsFunction, RunSettings
 from harness.run.stream import RunStream
+from harness.run.threads import DEFAULT_TOOL_THREADS, ToolThreads
 
 __all__ = [
     "ABORTED_TOOL_CONTENT",
@@ -77,6 +78,7 @@ __all__ = [
     "FALLBACK_ID_PREFIX",
     "InstructionsFunction",
     "INTERRUPTED_MARKER",
+    "INTERRUPTED_UNKNOWN_CONTENT",
     "is_blank_response",
     "NON_RETRYABLE",
     "normalise_response",
@@ -89,6 +91,8 @@ __all__ = [
     "system_parts",
     "tool_content",
     "ToolExecutor",
+    "ToolThreads",
+    "DEFAULT_TOOL_THREADS",
     "unique_tool_call_ids",
     "with_fallback_tool_calls",
 ]

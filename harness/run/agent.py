@@ -14,21 +14,24 @@ from __future__ import annotations
 
 __all__ = ["Agent", "RunResult"]
 
-import asyncio
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, cast
 
 from harness.core.effects import Effects
 from harness.core.model import Model, ModelSettings, ToolDefinition
 from harness.errors import ToolDefinitionError
+from harness.hooks.defaults import default_plugin_manager
 from harness.hooks.manager import PluginManager
 from harness.models.resolve import resolve_model
 from harness.run.continuity import ContinuitySettings
 from harness.run.events import EventSink
+from harness.run.lease import RunLease
 from harness.run.orchestrator import RequestOrchestrator
 from harness.run.result import RunResult
 from harness.run.settings import InstructionsFunction, RunSettings
 from harness.run.stream import RunStream
+from harness.run.sync import run_sync
+from harness.run.threads import DEFAULT_TOOL_THREADS, ToolThreads
 from harness.session import Session
 from harness.tools.tool import Tool, as_tool
 
@@ -77,7 +80,9 @@ class Agent:
         instructions: ``callable(RunContext) -> str`` (sync or async) for dynamic
             instructions, evaluated before every model request, never stored.
         plugin_manager: A prepared :class:`~harness.hooks.manager.PluginManager` (observers,
-            entry-point plugins); ``capabilities`` are added to it.
+            entry-point plugins); ``capabilities`` are added to it. Default:
+            :func:`~harness.hooks.defaults.default_plugin_manager`, the installed
+            ``plugin.<name>`` observers (``harness-otel``) and nothing else.
         max_iterations: Maximum model requests per run (``MaxIterationsExceeded``).
         request_timeout: Seconds a whole run may take (``RequestTimeout``); ``None`` = no limit.
         tool_max_retries: Attempts per call for transient tool failures (connection errors,
@@ -109,9 +114,16 @@ class Agent:
             invariant guard rejects any capability that changes or drops it.
         plan_tools: Tool names whose calls write the plan (besides names holding ``todo``
             or ``plan``).
+        tool_threads: The threads sync tools run in: a number (a bounded pool this agent
+            owns, created on first use; default 16) or a
+            :class:`~harness.run.threads.ToolThreads` to share one pool between agents.
+            Every call's thread is tracked, so a stopping run knows which calls still run.
+        tool_settle_timeout: Seconds a run that stops (abort, timeout, error) waits for
+            sync calls still running; one that finishes in time keeps its result, one
+            still running is answered "outcome unknown" (ledger ``unknown``).
 
     Raises:
-        ValueError: A limit is below 1.
+        ValueError: A limit is below 1, or ``tool_settle_timeout`` is negative.
         TypeError: A capability is neither a capability object, nor a string, nor an
             entry (the message names its index and type).
         StackConfigError: A capability string is invalid (the message names
@@ -143,6 +155,8 @@ class Agent:
         pause_after_compaction: bool | Collection[str] = False,
         pin_anchors: bool = False,
         plan_tools: Collection[str] = (),
+        tool_threads: int | ToolThreads = DEFAULT_TOOL_THREADS,
+        tool_settle_timeout: float = 1.0,
     ) -> None:
         _positive("max_iterations", max_iterations)
         _positive("tool_max_retries", tool_max_retries)
@@ -155,13 +169,16 @@ class Agent:
             raise ValueError(f"request_timeout must be positive or None, got {request_timeout}")
         if tool_retry_base_delay < 0:
             raise ValueError(f"tool_retry_base_delay must be >= 0, got {tool_retry_base_delay}")
+        if not tool_settle_timeout >= 0:  # NaN too
+            raise ValueError(f"tool_settle_timeout must be >= 0 (seconds), got {tool_settle_timeout}")
+        threads = tool_threads if isinstance(tool_threads, ToolThreads) else ToolThreads(tool_threads)
         tools_by_name: dict[str, Tool] = {}
         for item in tools:
             tool = as_tool(item)
             if tool.name in tools_by_name:
                 raise ToolDefinitionError(f"two tools are named {tool.name!r}", tool_name=tool.name)
             tools_by_name[tool.name] = tool
-        self.plugin_manager = plugin_manager if plugin_manager is not None else PluginManager()
+        self.plugin_manager = plugin_manager if plugin_manager is not None else default_plugin_manager()
         resolved = resolve_model(model, plugin_manager=self.plugin_manager)
         if capabilities:
             manager = self.plugin_manager
@@ -200,6 +217,8 @@ class Agent:
                 pin_anchors=pin_anchors,
                 plan_tools=plan_tools,
             ),
+            tool_threads=threads,
+            tool_settle_timeout=float(tool_settle_timeout),
         )
         """Everything a run reads from this agent, frozen (see :class:`~harness.run.settings.RunSettings`)."""
         self._active: set[RequestOrchestrator] = set()
@@ -290,6 +309,8 @@ class Agent:
             RequestTimeout, UserAbort: The run stopped; the history was saved (the
                 error's ``session`` attribute holds it).
             CapabilityError: A capability failed.
+            SessionLeaseError: Another live run holds the stored session's lease (nothing
+                was sent to the model; see :mod:`harness.session.lease`).
         """
         return await self._run(prompt, session, effects=effects, approvals=approvals)
 
@@ -357,7 +378,11 @@ class Agent:
             started(orchestrator)
         self._active.add(orchestrator)
         try:
-            outcome = await orchestrator.run()
+            if effects is None:  # a durable engine owns its run's I/O: no lease there
+                async with RunLease(session):  # a second live writer fails here, before any model call
+                    outcome = await orchestrator.run()
+            else:
+                outcome = await orchestrator.run()
         finally:
             self._active.discard(orchestrator)
         return RunResult(
@@ -373,9 +398,28 @@ class Agent:
             pending_approvals=outcome.pending_approvals,
         )
 
-    def run_sync(self, prompt: str | None, session: Session | None = None) -> RunResult:
-        """Run :meth:`run` in a new event loop (for scripts; not inside a running loop)."""
-        return asyncio.run(self.run(prompt, session))
+    def run_sync(
+        self,
+        prompt: str | None,
+        session: Session | None = None,
+        *,
+        effects: Effects | None = None,
+        approvals: Mapping[str, object] | None = None,
+    ) -> RunResult:
+        """Run :meth:`run` in a new event loop and return its result (for scripts).
+
+        Takes the same arguments as :meth:`run` and raises the same errors. Inside a running
+        event loop (a notebook, an async function) it refuses before doing anything: await
+        :meth:`run` there (see :mod:`harness.run.sync` for why it does not start a thread).
+
+        Raises:
+            EventLoopRunningError: An event loop is running in this thread.
+        """
+        return run_sync(
+            lambda: self.run(prompt, session, effects=effects, approvals=approvals),
+            "Agent.run_sync",
+            "await agent.run(...)",
+        )
 
     def abort(self) -> None:
         """Abort every run of this agent in progress; each saves and raises ``UserAbort``."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 __all__ = ["CompactionResult", "compact", "compact_sync"]
 
-import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -22,7 +21,9 @@ from harness.capabilities.context import CompactionEvent, RequestContext
 from harness.core.markers import hookimpl
 from harness.core.messages import CanonicalMessage, Part, Usage, history_repr
 from harness.errors import HarnessError
+from harness.hooks.defaults import default_plugin_manager
 from harness.hooks.manager import PluginManager
+from harness.run.sync import run_sync
 
 if TYPE_CHECKING:
     from harness.core.model import Model
@@ -82,16 +83,19 @@ async def compact(
     model: Model | None = None,
     model_name: str | None = None,
     context_window: int | None = None,
-    force: bool = False,
+    force: bool = True,
     plugin_manager: PluginManager | None = None,
 ) -> CompactionResult:
     """Run a capability stack over a copy of ``messages``.
 
-    Without ``force`` each capability decides for itself, through its trigger, whether
-    to act (exactly as before a model request). With ``force=True`` every capability that
-    has its own ``compact`` method is made to act now (``compact(ctx, reason="forced")``),
-    bypassing its trigger; capabilities without one (e.g. a limit warner) and plain
-    plugins run their ``before_model_request`` as usual.
+    By default (``force=True``, what ``harness compact`` does, as a ``/compact`` command
+    would) every capability that has its own ``compact`` method is made to act now
+    (``compact(ctx, reason="forced")``), bypassing its trigger, so no context window is
+    needed; capabilities without one (e.g. a limit warner) and plain plugins run their
+    ``before_model_request`` as usual. With ``force=False`` (``harness compact
+    --if-needed``) each capability decides for itself, through its trigger, whether to act,
+    exactly as before a model request: a fraction trigger needs ``context_window`` (or a
+    ``model`` that reports one).
 
     Args:
         messages: The history; normally ending with the request about to be sent. It is
@@ -105,7 +109,8 @@ async def compact(
             supplies ``model_name`` and ``context_window`` when those are not given.
         model_name: Name of the model, used to pick the tokenizer.
         context_window: The model's context window, for fraction-based triggers.
-        force: Call each capability's ``compact`` directly instead of its trigger.
+        force: Call each capability's ``compact`` directly (the default) instead of
+            asking its trigger.
         plugin_manager: Supplies the ``on_compaction`` observers and the
             ``count_tokens`` hook. With ``capabilities`` given, the stack runs in a
             private manager and its events are forwarded to this one (which is not
@@ -126,7 +131,8 @@ async def compact(
             raise HarnessError("compact() needs capabilities, or a plugin_manager whose stack to run")
         manager = plugin_manager
     else:
-        manager = PluginManager()
+        # without a manager of the caller's, the installed observers (harness-otel) see the edits
+        manager = default_plugin_manager() if plugin_manager is None else PluginManager()
         manager.add_capabilities(capabilities)
         if plugin_manager is not None:
             manager.register(_ForwardCompaction(plugin_manager))
@@ -178,7 +184,7 @@ def compact_sync(
     model: Model | None = None,
     model_name: str | None = None,
     context_window: int | None = None,
-    force: bool = False,
+    force: bool = True,
     plugin_manager: PluginManager | None = None,
 ) -> CompactionResult:
     """Run :func:`compact` to completion from synchronous code (with ``asyncio.run``).
@@ -186,20 +192,12 @@ def compact_sync(
     Takes the same arguments as :func:`compact`.
 
     Raises:
-        HarnessError: Called while an event loop is running in this thread; use
+        EventLoopRunningError: Called while an event loop is running in this thread; use
             ``await harness.compact(...)`` there instead.
         CapabilityError: As :func:`compact`.
     """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
-        raise HarnessError(
-            "compact_sync() cannot run inside a running event loop; use `await harness.compact(...)` instead"
-        )
-    return asyncio.run(
-        compact(
+    return run_sync(
+        lambda: compact(
             messages,
             capabilities,
             context=context,
@@ -208,5 +206,7 @@ def compact_sync(
             context_window=context_window,
             force=force,
             plugin_manager=plugin_manager,
-        )
+        ),
+        "compact_sync",
+        "await harness.compact(...)",
     )

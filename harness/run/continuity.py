@@ -31,6 +31,7 @@ __all__ = [
     "receipt_text",
 ]
 
+import re
 from collections.abc import Collection, Sequence
 from typing import Final, cast
 
@@ -48,8 +49,9 @@ PAUSED_NOTE_KEY: Final = "harness.continuity.pending_note"
 """Session-metadata key holding the note of a request a paused run did not send yet."""
 
 ANCHORS_KEY: Final = "harness.continuity.anchors"
-"""Session-metadata key holding the anchors as ``[kind, text]`` pairs, saved at each
-compaction so a later run still knows what an earlier compaction removed."""
+"""Session-metadata key holding the anchors as ``[kind, text]`` pairs (each text bounded like a
+re-sent one), saved at each compaction so a later run still knows what an earlier compaction
+removed. The store writes the metadata only at a checkpoint that changed it."""
 
 _SAVED_ANCHORS: Final = 64
 """At most this many anchors are kept in the session (the newest constraints win)."""
@@ -57,7 +59,9 @@ _SAVED_ANCHORS: Final = 64
 
 _SHOWN_REFS: Final = 5
 _ANCHOR_CHARS: Final = 4_000
-"""An anchor longer than this is re-sent as its head and tail (a pasted log is not a task)."""
+"""An anchor longer than this is re-sent, and saved in the session's metadata, as its head and
+tail (a pasted log is not a task), so the saved anchors stay under 64 x 4,000 characters."""
+_NOT_REPEATED: Final = re.compile(r"\n\[\.\.\. [\d,]+ characters not repeated \.\.\.\]\n")
 
 
 @attrs.frozen
@@ -165,7 +169,7 @@ class Continuity:
             missing = _missing(self.tracker.anchors(), ctx.messages, ctx.request_scoped)
             if missing:
                 sections.append(anchors_text(missing))
-            saved = [list(pair) for pair in self.tracker.saved()[-_SAVED_ANCHORS:]]
+            saved = [[kind, _bounded(text)] for kind, text in self.tracker.saved()[-_SAVED_ANCHORS:]]
             if self.session.metadata.get(ANCHORS_KEY) != saved:
                 self.session.metadata[ANCHORS_KEY] = saved
         if sections:
@@ -265,7 +269,8 @@ def anchors_text(anchors: Sequence[Anchor]) -> str:
 
 
 def _bounded(text: str) -> str:
-    if len(text) <= _ANCHOR_CHARS:
+    """``text``, or its head and tail when longer than ``_ANCHOR_CHARS`` (already bounded: unchanged)."""
+    if len(text) <= _ANCHOR_CHARS or (len(text) <= _ANCHOR_CHARS + 64 and _NOT_REPEATED.search(text)):
         return text
     half = _ANCHOR_CHARS // 2
     return f"{text[:half]}\n[... {len(text) - 2 * half:,} characters not repeated ...]\n{text[-half:]}"

@@ -18,7 +18,14 @@ from __future__ import annotations
 
 __all__ = ["AWAITING_APPROVAL_CONTENT", "NON_RETRYABLE", "ToolExecutor", "tool_content"]
 
+# When a run stops (abort, timeout, a fatal error), every call still pending or running is
+# answered by :meth:`ToolExecutor.settle_unfinished`, as it happened: a call that never
+# ran is "aborted"; a sync call whose thread finishes within ``tool_settle_timeout`` gets
+# its result; any other call that began (a sync one still running, an async one cancelled
+# part way) may or may not have taken effect, and says so.
+
 import asyncio
+import inspect
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -42,14 +49,15 @@ from harness.core.messages import (
     with_harness_mark,
 )
 from harness.durable.resume import OUTCOME_UNKNOWN_CONTENT
-from harness.errors import MessageError, ToolArgumentsError, UserAbort
+from harness.errors import CapabilityError, MessageError, ToolArgumentsError, ToolRetry, UserAbort
 from harness.hooks.manager import PluginManager
 from harness.hooks.middleware import DEFERRED_BY
 from harness.run.events import EventSink, RetryPrompt, ToolResult
-from harness.run.recovery import ABORTED_TOOL_CONTENT
+from harness.run.recovery import ABORTED_TOOL_CONTENT, INTERRUPTED_UNKNOWN_CONTENT
 from harness.run.settings import RunSettings
+from harness.run.threads import CallThreads, ThreadState
 from harness.tools.context import RunContext
-from harness.tools.lifecycle import ToolEvent
+from harness.tools.lifecycle import ToolCallRecord, ToolEvent
 from harness.tools.tool import Tool
 
 _log = logging.getLogger("harness.run")
@@ -136,7 +144,10 @@ class ToolExecutor:
         """Finished results of the current batch, by call id (kept on abort)."""
         self.budget_exceeded: tuple[str, int, str] | None = None
         """``(tool, budget, last problem)`` once a tool used up its retry budget."""
+        self.threads = CallThreads(settings.tool_threads)
+        """The run's sync-tool threads by call id, in the agent's pool."""
         self._retries: dict[str, int] = {}
+        self._held: list[ToolEvent] | None = None
 
     async def run_batch(self, calls: Sequence[ToolCallPart]) -> CanonicalMessage:
         """Run ``calls`` (bounded concurrency) and return the request holding their results.
@@ -147,6 +158,7 @@ class ToolExecutor:
         """
         self.results = {}
         self.deferred = []
+        self.threads.forget()
         state = self.run.run
         registry = state.tool_registry
         events = [registry.register(call) for call in calls]
@@ -191,7 +203,11 @@ class ToolExecutor:
 
     async def _finish(self, call: ToolCallPart, part: Part, event: ToolEvent) -> None:
         self.results[call.tool_call_id] = part
-        await self.emit(event)
+        event = ToolEvent(event.kind, event.record, part)  # the event carries its answer
+        if self._held is not None:  # recovering: the run sends the events once it saved
+            self._held.append(event)
+        else:
+            await self.emit(event)
         if self.events is not None and event.kind != "deferred":
             if isinstance(part, RetryPromptPart):
                 self.events(RetryPrompt(part))
@@ -273,7 +289,9 @@ class ToolExecutor:
             nonlocal noted
             noted += 1
             registry.note_attempt(call.tool_call_id)
-            return tool_content(await tool.call(arguments, ctx))
+            return tool_content(
+                await tool.call(arguments, ctx, run_sync=self.threads.runner(call.tool_call_id))
+            )
 
         unit = ToolCallUnit(
             call=call,
@@ -291,11 +309,17 @@ class ToolExecutor:
         except NON_RETRYABLE as exc:
             try:
                 await self._fatal(call, exc)
-            except Exception as failure:  # an on_tool observer: noted, never masking ``exc``
-                exc.add_note(
-                    f"harness: the on_tool hook failed on the result of tool call "
-                    f"{call.tool_call_id!r} while the run was stopping: {failure}"
-                )
+            except Exception as failure:  # the ledger or an on_tool observer: noted, never masking ``exc``
+                what = f"the result of tool call {call.tool_call_id!r}"
+                if isinstance(failure, CapabilityError):
+                    exc.add_note(
+                        f"harness: the on_tool hook failed on {what} while the run was stopping: {failure}"
+                    )
+                else:
+                    exc.add_note(
+                        f"harness: recording {what} in the session's tool-effect ledger failed while the run "
+                        f"was stopping: {type(failure).__name__}: {failure}"
+                    )
             raise
         for _ in range(outcome.attempts - noted):  # attempts the effects made out of process
             registry.note_attempt(call.tool_call_id)
@@ -375,6 +399,80 @@ class ToolExecutor:
             tool_error=True,
         )
         await self._finish(call, part, registry.fail(call.tool_call_id, error))
+
+    async def settle_unfinished(self, reason: str, timeout: float) -> list[ToolEvent]:
+        """Answer every call still pending or running, as it happened; return the events to send.
+
+        Waits up to ``timeout`` seconds for sync calls still running (queued ones are
+        cancelled: they never run). Each answer goes to :attr:`results`; the events (each
+        carrying its answer) are returned unsent, for the run to send once it saved.
+
+        * never began (no attempt, or a queued thread cancelled): an "aborted" return,
+          ``cancelled``;
+        * its thread finished meanwhile: its result (or failure) as usual;
+        * otherwise (a thread still running, an async tool cancelled part way, an attempt
+          that failed before): it may or may not have taken effect, so an "outcome
+          unknown" return, ``cancelled`` with the answer marked ``outcome_unknown`` (the
+          ledger says ``unknown``).
+        """
+        registry = self.run.run.tool_registry
+        records = registry.unfinished()
+        if not records:
+            return []
+        began = [r.tool_call_id for r in records if r.attempts > 0]
+        states = await self.threads.settle(began, timeout)
+        held: list[ToolEvent] = []
+        self._held = held
+        try:
+            for record in records:
+                await self._settle_stopped(record, states.get(record.tool_call_id, "none"), reason)
+        finally:
+            self._held = None
+        return held
+
+    async def _settle_stopped(self, record: ToolCallRecord, state: ThreadState, reason: str) -> None:
+        registry = self.run.run.tool_registry
+        call_id, name, attempts, now = (
+            record.tool_call_id,
+            record.tool_name,
+            record.attempts,
+            self.effects.now(),
+        )
+        future = self.threads.outcome(call_id)
+        call = ToolCallPart(tool_name=name, args=None, tool_call_id=call_id)
+        if attempts == 0 or (attempts == 1 and state == "never_ran"):
+            part = with_harness_mark(
+                ToolReturnPart(
+                    tool_call_id=call_id, tool_name=name, content=ABORTED_TOOL_CONTENT, timestamp=now
+                ),
+                aborted=True,
+            )
+            await self._finish(call, part, registry.cancel(call_id, reason))
+            return
+        if state == "finished" and future is not None:
+            error = future.exception()
+            if error is None and not inspect.isawaitable(future.result()):
+                content = tool_content(future.result())
+                outcome = ToolOutcome("returned", content=content, attempts=attempts)
+            elif isinstance(error, ToolRetry):
+                outcome = ToolOutcome("retry", error=error.message, hint=error.hint, attempts=attempts)
+            elif error is not None and not isinstance(error, NON_RETRYABLE):
+                tool = self.settings.tools.get(name)
+                transient = tool.is_transient(error) if tool is not None else False
+                outcome = ToolOutcome("failed", error=f"{type(error).__name__}: {error}", transient=transient)
+            else:
+                outcome = None
+            if outcome is not None:
+                await self._settle(call, self.settings.tools.get(name), outcome)
+                return
+        part = with_harness_mark(
+            ToolReturnPart(
+                tool_call_id=call_id, tool_name=name, content=INTERRUPTED_UNKNOWN_CONTENT, timestamp=now
+            ),
+            outcome_unknown=True,
+        )
+        why = f"{reason} while the tool was running; its outcome is unknown"
+        await self._finish(call, part, registry.cancel(call_id, why))
 
     async def _fatal(self, call: ToolCallPart, exc: BaseException) -> None:
         """Record the result of a call that stops the run (abort, or a harness error)."""

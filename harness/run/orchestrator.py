@@ -36,7 +36,6 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
-from harness import history as hist
 from harness.capabilities.context import RequestContext
 from harness.core._sequences import common_prefix
 from harness.core.effects import Effects, InProcessEffects, ModelRequestUnit, RequestDelta
@@ -76,14 +75,7 @@ from harness.run.narration import announce_calls, compaction_reporter, log_reque
 from harness.run.outgoing import build_outgoing, system_parts
 from harness.run.persist import SessionWriter
 from harness.run.prepare import prepare_history
-from harness.run.recovery import (
-    INTERRUPTED_MARKER,
-    RecoveryKind,
-    answer_interrupted_batch,
-    append_interrupted,
-    flush_events,
-    run_error,
-)
+from harness.run.recovery import INTERRUPTED_MARKER, RecoveryKind, flush_events, repair_stopped, run_error
 from harness.run.responses import (
     EMPTY_RESPONSE_NUDGE,
     is_blank_response,
@@ -178,7 +170,7 @@ class RequestOrchestrator:
         self._events: list[ToolEvent] = []
         self._deltas = bool(getattr(self.effects, "deltas", True))
         self._last_view: list[CanonicalMessage] | None = None
-        self.writer = SessionWriter(session, self.ctx, self.executor, self.effects.now)
+        self.writer = SessionWriter(session, self.ctx, self.effects.now)
         self.continuity = Continuity(settings.continuity, session, plugin_manager.capabilities)
 
     @property
@@ -255,9 +247,9 @@ class RequestOrchestrator:
             if self._aborted and isinstance(exc, asyncio.CancelledError):
                 kind = "abort"
             _log.info("run %s stopped (%s): %s: %s", self.ctx.request_id, kind, type(exc).__name__, exc)
-            notes = await self._recover(kind, exc)
+            notes = await finish_shielded(self._recover(kind, exc))
             events, self._events = self._events, []
-            notes += await flush_events(events, self._emit)
+            notes += await flush_events(events, self.writer.tool_event, self._notify_tool)
             error = run_error(
                 kind, exc, timeout, aborted=self._aborted, session=self.session, state=self.ctx.run
             )
@@ -552,6 +544,9 @@ class RequestOrchestrator:
 
     async def _emit(self, event: ToolEvent) -> None:
         await self.writer.tool_event(event)
+        await self._notify_tool(event)
+
+    async def _notify_tool(self, event: ToolEvent) -> None:
         await self.pm.notify_tool(self.ctx, event)
 
     # ---------------------------------------------------------------- finish / recover
@@ -566,35 +561,39 @@ class RequestOrchestrator:
         )
 
     async def _recover(self, kind: _Kind, exc: BaseException) -> list[str]:
-        """Repair and save the history after ``exc``.
+        """Answer the unfinished calls, repair and save the history after ``exc``.
 
-        The repairs are synchronous; the save is awaited to its end even when the task is
-        cancelled again meanwhile (:func:`~harness.session.finish_shielded`), and a second
-        cancellation is raised only once the session is saved.
+        Calls still running get a bounded wait (:meth:`ToolExecutor.settle_unfinished
+        <harness.run.executor.ToolExecutor.settle_unfinished>`); the repairs are synchronous.
+        The caller awaits it to its end even when cancelled again (``finish_shielded``):
+        a second cancellation is raised only once the session is saved.
 
         Returns:
             Notes for the run's error: what else failed while recovering.
         """
-        history = self.history
-        now = self.effects.now
-        if self._batch is not None and answer_interrupted_batch(
-            history, self._batch, self.executor.results, now=now
-        ):
-            self.added += 1
-        self._batch = None
-        reason = {"abort": "aborted", "timeout": "timed out", "error": f"run failed: {type(exc).__name__}"}[
-            kind
-        ]
-        registry = self.ctx.run.tool_registry
-        for record in registry.unfinished():
-            self._events.append(registry.cancel(record.tool_call_id, reason))
-        if kind != "error" and append_interrupted(
-            history, self.model.model_name, self.caller.partial_text, now=now
-        ):
-            self.added += 1
-        if hist.check_invariants(history):
-            history[:] = hist.run_cleanup_loop(history, dangling="answer").messages
+        notes: list[str] = []
+        reason = {"abort": "aborted", "timeout": "timed out"}.get(kind, f"run failed: {type(exc).__name__}")
         try:
-            return await finish_shielded(self._hand_over())
+            self._events += await self.executor.settle_unfinished(reason, self.settings.tool_settle_timeout)
+        except Exception as failure:  # never mask the original error; the calls are answered below
+            notes.append(f"harness: answering the unfinished tool calls failed: {failure!r}")
+        registry = self.ctx.run.tool_registry
+        self._events += [registry.cancel(record.tool_call_id, reason) for record in registry.unfinished()]
+        began = {e.record.tool_call_id: e.answer for e in self._events if e.answer and e.record.attempts}
+        if began and self.history and self.history[-1].kind == "request":  # resumed approvals that ran
+            self.history[-1] = replace_answers(self.history[-1], began)  # held again only if they never began
+        results, partial = self.executor.results, self.caller.partial_text
+        self.added += repair_stopped(
+            self.history,
+            kind,
+            self._batch or (),
+            results,
+            self.model.model_name,
+            partial=partial,
+            now=self.effects.now,
+        )
+        self._batch = None
+        try:
+            return notes + await self._hand_over()
         except Exception as save_error:  # never mask the original error
-            return [f"harness: saving the session after the failure also failed: {save_error}"]
+            return [*notes, f"harness: saving the session after the failure also failed: {save_error}"]

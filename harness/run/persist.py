@@ -32,7 +32,6 @@ import attrs
 
 from harness.capabilities.context import CompactionEvent
 from harness.core.messages import CanonicalMessage, Usage
-from harness.run.executor import ToolExecutor
 from harness.session import LedgerEntry, LedgerStatus, Session
 from harness.session.tracking import encode_part
 from harness.tokens import TokenCounter
@@ -64,7 +63,6 @@ class SessionWriter:
     Args:
         session: The run's session.
         ctx: The run's context (usage so far).
-        executor: The run's tool executor (finished answers, for the ledger).
         clock: The run's clock (its effects' ``now``), for the ledger's times.
     """
 
@@ -72,13 +70,11 @@ class SessionWriter:
         self,
         session: Session,
         ctx: RunContext,
-        executor: ToolExecutor,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.session = session
         self.clock: Callable[[], datetime] = clock or (lambda: datetime.now(UTC))
         self.ctx = ctx
-        self.executor = executor
         self.enabled = session.store is not None
         self._base_usage: Usage = session.usage
         self._base_thoughts = len(session.thoughts)
@@ -125,15 +121,22 @@ class SessionWriter:
         await self._checkpoint()
 
     async def tool_event(self, event: ToolEvent) -> None:
-        """Record a tool call's start or end in the ledger, durably, before anything else happens."""
+        """Record a tool call's start or end in the ledger, durably, before anything else happens.
+
+        The event carries the call's answer (:attr:`ToolEvent.answer
+        <harness.tools.lifecycle.ToolEvent.answer>`), which the ledger keeps; a call whose
+        answer says its outcome is unknown is ledgered ``unknown``, whatever its kind.
+        """
         if not self.enabled:
             self.session.messages = self.ctx.messages  # one history, whatever the store
             return
         status = _LEDGER_STATUS.get(event.kind)
         if status is None:
             return
+        if status != "started" and event.outcome_unknown:
+            status = "unknown"
         record = event.record
-        answer = self.executor.results.get(record.tool_call_id) if status != "started" else None
+        answer = event.answer if status != "started" else None
         now = self.clock()
         self.session.record_tool(
             LedgerEntry(

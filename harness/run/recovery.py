@@ -11,10 +11,12 @@ from __future__ import annotations
 __all__ = [
     "ABORTED_TOOL_CONTENT",
     "INTERRUPTED_MARKER",
+    "INTERRUPTED_UNKNOWN_CONTENT",
     "RecoveryKind",
     "answer_interrupted_batch",
     "append_interrupted",
     "flush_events",
+    "repair_stopped",
     "run_error",
 ]
 
@@ -32,10 +34,17 @@ from harness.core.messages import (
     with_harness_mark,
 )
 from harness.errors import RequestTimeout, RunError, UserAbort
+from harness.history import check_invariants, run_cleanup_loop
 from harness.tools.lifecycle import ToolEvent
 
 ABORTED_TOOL_CONTENT = "Tool execution aborted"
-"""Content of the synthetic return given to calls still pending or running on abort."""
+"""Content of the synthetic return given to calls that never ran when the run stopped."""
+
+INTERRUPTED_UNKNOWN_CONTENT = (
+    "The outcome of this call is unknown: the run stopped while the tool was running, so it may or "
+    "may not have taken effect. Check the current state before calling it again."
+)
+"""What the model reads for a call the run stopped part way (marked ``outcome_unknown``)."""
 
 INTERRUPTED_MARKER = "[INTERRUPTED]"
 """Text of the response appended when a run is aborted or times out."""
@@ -125,6 +134,29 @@ RecoveryKind = Literal["abort", "timeout", "error"]
 """How a run stopped: aborted (by the user, or a cancellation), timed out, or failed."""
 
 
+def repair_stopped(
+    history: list[CanonicalMessage],
+    kind: RecoveryKind,
+    batch: Sequence[ToolCallPart],
+    results: Mapping[str, Part],
+    model_name: str,
+    *,
+    partial: str = "",
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> int:
+    """Repair a stopped run's history in place: the batch's answers, ``[INTERRUPTED]``, invariants.
+
+    Returns:
+        How many messages were appended.
+    """
+    added = int(answer_interrupted_batch(history, batch, results, now=now))
+    if kind != "error":
+        added += append_interrupted(history, model_name, partial, now=now)
+    if check_invariants(history):
+        history[:] = run_cleanup_loop(history, dangling="answer").messages
+    return added
+
+
 def run_error(
     kind: RecoveryKind,
     exc: BaseException,
@@ -157,21 +189,34 @@ def run_error(
 
 
 async def flush_events(
-    events: Sequence[ToolEvent], emit: Callable[[ToolEvent], Awaitable[None]]
+    events: Sequence[ToolEvent],
+    record: Callable[[ToolEvent], Awaitable[None]],
+    notify: Callable[[ToolEvent], Awaitable[None]],
 ) -> list[str]:
-    """Send the recovery's registry events to ``on_tool``; what observers raise becomes notes.
+    """Record the recovery's registry events in the ledger, then send each to ``on_tool``.
 
-    An observer failing here must not mask the run's error, and must not be lost: each
-    failure is returned as a note for the error the run raises (the failed event, the
-    plugin and its exception), and the remaining events are still sent.
+    A failure here must not mask the run's error, and must not be lost: each one is
+    returned as a note for the error the run raises, naming what failed (recording the
+    event in the session's ledger, such as a ``SessionConflictError`` from its checkpoint,
+    or the ``on_tool`` hook) with its exception; the remaining steps and events still run.
+
+    Args:
+        events: The events, in order.
+        record: Writes an event to the tool-effect ledger (the run's checkpoint).
+        notify: Sends an event to the ``on_tool`` hook.
     """
     notes: list[str] = []
     for event in events:
+        call = f"the {event.kind!r} event of tool call {event.record.tool_call_id!r}"
         try:
-            await emit(event)
-        except Exception as failure:  # a CapabilityError naming the plugin and its exception
+            await record(event)
+        except Exception as failure:  # the store: a conflict, an unreachable database
             notes.append(
-                f"harness: the on_tool hook failed on the {event.kind!r} event of tool call "
-                f"{event.record.tool_call_id!r} while the run recovered: {failure}"
+                f"harness: recording {call} in the session's tool-effect ledger failed while the run "
+                f"recovered: {type(failure).__name__}: {failure}"
             )
+        try:
+            await notify(event)
+        except Exception as failure:  # a CapabilityError naming the plugin and its exception
+            notes.append(f"harness: the on_tool hook failed on {call} while the run recovered: {failure}")
     return notes

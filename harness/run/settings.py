@@ -16,6 +16,7 @@ import attrs
 
 from harness.core.model import Model, ModelSettings, ToolDefinition
 from harness.run.continuity import ContinuitySettings
+from harness.run.threads import ToolThreads
 from harness.tools.context import RunContext
 from harness.tools.tool import Tool
 
@@ -44,6 +45,8 @@ class RunSettings:
         tool_retry_base_delay: First backoff delay in seconds.
         fallback_tool_calls: Parse tool calls written as text.
         continuity: Anchors, the post-compaction receipt, pausing after a compaction.
+        tool_threads: The pool sync tools run in (see :mod:`harness.run.threads`).
+        tool_settle_timeout: Seconds a stopping run waits for sync calls still running.
     """
 
     model: Model
@@ -61,3 +64,5 @@ class RunSettings:
     tool_retry_base_delay: float = 0.5
     fallback_tool_calls: bool = True
     continuity: ContinuitySettings = attrs.field(factory=ContinuitySettings)
+    tool_threads: ToolThreads = attrs.field(factory=ToolThreads)
+    tool_settle_timeout: float = 1.0

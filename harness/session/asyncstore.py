@@ -150,6 +150,10 @@ class ThreadedStore:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, functools.partial(function, *args, **kwargs))
 
+    async def call(self, function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        """Run ``function`` (a method of :attr:`sync`, such as ``take_lease``) on the store's thread."""
+        return await self._call(function, *args, **kwargs)
+
     async def commit(self, checkpoint: Checkpoint) -> int:
         """:meth:`SessionStore.commit` on the store's thread."""
         return await self._call(self.sync.commit, checkpoint)

@@ -11,6 +11,7 @@ __all__ = ["DelegatingStore"]
 
 from datetime import datetime
 
+from harness.session.lease import LeaseHolder, LeasingStore
 from harness.session.records import (
     Checkpoint,
     EditRecord,
@@ -86,6 +87,16 @@ class DelegatingStore:
     def search(self, query: str, *, session_id: str | None = None, limit: int = 20) -> list[SearchHit]:
         """:meth:`SessionStore.search` of the inner store."""
         return self.inner.search(query, session_id=session_id, limit=limit)
+
+    def take_lease(self, session_id: str, holder: LeaseHolder) -> None:
+        """The inner store's ``take_lease``; nothing when it keeps no leases."""
+        if isinstance(self.inner, LeasingStore):
+            self.inner.take_lease(session_id, holder)
+
+    def drop_lease(self, session_id: str, token: str) -> None:
+        """The inner store's ``drop_lease``; nothing when it keeps no leases."""
+        if isinstance(self.inner, LeasingStore):
+            self.inner.drop_lease(session_id, token)
 
     def close(self) -> None:
         """Close the inner store."""

@@ -16,6 +16,7 @@ __all__ = [
     "find_session",
     "list_sessions",
     "load_error",
+    "session_bytes",
     "session_fields_from_bytes",
     "usage_from_mapping",
     "usage_to_mapping",
@@ -23,15 +24,15 @@ __all__ = [
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from harness.core.messages import Usage
-from harness.errors import SessionLoadError, WireFormatError
+from harness.core.messages import CanonicalMessage, Usage
+from harness.errors import SessionLoadError, SessionSaveError, WireFormatError
 from harness.session.files import backup_path
 from harness.session.paths import default_session_dir
 
@@ -53,6 +54,26 @@ SESSION_KEYS = (
 )
 """The keys of a session file, in the order they are written."""
 _USAGE_KEYS = ("request_tokens", "response_tokens", "cached_tokens", "cache_write_tokens")
+
+
+def session_bytes(document: Mapping[str, Any], messages: Sequence[CanonicalMessage]) -> bytes:
+    """A session file's bytes: ``document`` (its JSON object) as UTF-8 JSON, indented by one space.
+
+    Raises:
+        SessionSaveError: A value cannot be written as JSON; the reason names the message,
+            part and field of ``messages`` at fault.
+    """
+    from harness.wire import dump_messages, encode_json
+
+    try:
+        return encode_json(document, indent=1, ascii_only=False)
+    except (TypeError, ValueError, RecursionError, WireFormatError) as exc:
+        reason = str(exc)
+        try:
+            dump_messages(messages)  # names the message, part and field at fault
+        except WireFormatError as located:
+            reason = str(located)
+        raise SessionSaveError(f"cannot write the session as JSON: {reason}") from exc
 
 
 def load_error(file: Path, reason: str) -> SessionLoadError:

@@ -42,10 +42,12 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-LedgerStatus: TypeAlias = Literal["started", "completed", "failed", "cancelled", "unknown_after_crash"]
+LedgerStatus: TypeAlias = Literal[
+    "started", "completed", "failed", "cancelled", "unknown", "unknown_after_crash"
+]
 
 LEDGER_STATUSES: frozenset[str] = frozenset(
-    {"started", "completed", "failed", "cancelled", "unknown_after_crash"}
+    {"started", "completed", "failed", "cancelled", "unknown", "unknown_after_crash"}
 )
 """Every :attr:`LedgerEntry.status`."""
 
@@ -157,8 +159,11 @@ class LedgerEntry:
     Attributes:
         tool_call_id: The call's id.
         tool_name: The tool.
-        status: ``started``, ``completed``, ``failed``, ``cancelled`` or
-            ``unknown_after_crash`` (found ``started`` after the process stopped).
+        status: ``started``; ``completed`` or ``failed`` (it ran, and this is its answer);
+            ``cancelled`` (it never ran, or the tool itself aborted); ``unknown`` (the run
+            stopped while the tool was running and it did not finish in time: it may or may
+            not have taken effect); ``unknown_after_crash`` (found ``started`` after the
+            process stopped).
         started_at: When it started.
         ended_at: When it finished (``None`` while started).
         result: The answer the model gets (a tool-return or retry-prompt part as
@@ -194,6 +199,10 @@ class Checkpoint:
         ledger: Ledger entries written or updated (by ``tool_call_id``).
         edits: Edit records to add: the one of this checkpoint's view rewrite, or, when
             a session is copied between stores, all of them.
+        head_fields: The :class:`SessionHead` fields that differ from the stored head
+            (``revision`` always among them), so a store may write only those columns;
+            ``None``: unknown, write the whole head (a new session, an import). A
+            wrapper that changes the head adds the fields it changed.
 
     Rules every store checks: ``head.revision`` is ``base_revision + 1``, except when
     creating (``base_revision == 0``), where it may be any revision ``>= 1`` (an import
@@ -209,6 +218,7 @@ class Checkpoint:
     thoughts: tuple[str, ...] = ()
     ledger: tuple[LedgerEntry, ...] = ()
     edits: tuple[EditRecord, ...] = ()
+    head_fields: frozenset[str] | None = None
 
 
 @attrs.frozen

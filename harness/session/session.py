@@ -20,11 +20,13 @@ from harness.session.asyncstore import AsyncSessionStore, async_store, finish_sh
 from harness.session.fileformat import (
     SESSION_VERSION,
     load_error,
+    session_bytes,
     session_fields_from_bytes,
     usage_from_mapping,
     usage_to_mapping,
 )
 from harness.session.files import atomic_write_bytes
+from harness.session.ids import acheck_id_free, check_id_free, check_session_id
 from harness.session.paths import default_session_dir, project_id_for
 from harness.session.records import Checkpoint, LedgerEntry, SessionHead, StoredSession
 from harness.session.store import SessionStore
@@ -133,19 +135,33 @@ class Session:
     ) -> Session:
         """Create a session in ``store``, or saved under ``directory`` as a JSON file.
 
-        With ``store``, the session is written by its first :meth:`checkpoint` (a run
-        makes one as soon as it starts); creating it fails then with
-        :class:`~harness.errors.SessionConflictError` if the id is taken. Otherwise the
-        file is ``<project_id>_<session_id>.json`` under ``directory`` (default
+        A ``session_id`` given must follow the CLI's rule (:mod:`harness.session.ids`) and is
+        looked up in a synchronous ``store`` (:meth:`acreate` awaits it): a taken id fails
+        here, not in the run's first :meth:`checkpoint`, which writes the session. Without
+        ``store`` the file is ``<project_id>_<session_id>.json`` under ``directory`` (default
         :func:`default_session_dir`); nothing is written yet.
+
+        Raises:
+            SessionIdError, SessionConflictError: The id breaks the rule, or is taken.
         """
+        given = check_session_id(fields["session_id"]) if "session_id" in fields else None
         session = cls(**fields)
         if store is not None:
+            if given is not None and not is_async_store(store):
+                check_id_free(cast(SessionStore, store), given)
             session.store = store
             return session
         folder = Path(directory) if directory is not None else default_session_dir()
         session.path = folder / f"{session.project_id}_{session.session_id}.json"
         return session
+
+    @classmethod
+    async def acreate(cls, *, store: SessionStore | AsyncSessionStore, **fields: Any) -> Session:
+        """:meth:`create` in ``store``, awaited: a given id is looked up off the event loop."""
+        given = check_session_id(fields["session_id"]) if "session_id" in fields else None
+        if given is not None:
+            await acheck_id_free(store, given)
+        return cls(**fields, store=store)
 
     # ----------------------------------------------------------------- stores
 
@@ -423,14 +439,14 @@ class Session:
             raise SessionStoreError(
                 store.url, "this session's store is asynchronous; await session.afork() instead"
             )
-        new_id = session_id if session_id is not None else uuid.uuid4().hex
+        new_id = check_session_id(session_id) if session_id is not None else uuid.uuid4().hex
         cast(SessionStore, store).fork(self.session_id, new_id)
         return Session.open(cast(SessionStore, store), new_id)
 
     async def afork(self, session_id: str | None = None) -> Session:
         """:meth:`fork`, awaited (the copy runs off the event loop's thread)."""
         store = self._fork_store()
-        new_id = session_id if session_id is not None else uuid.uuid4().hex
+        new_id = check_session_id(session_id) if session_id is not None else uuid.uuid4().hex
         await async_store(store).fork(self.session_id, new_id)
         return await Session.aopen(store, new_id)
 
@@ -557,17 +573,7 @@ class Session:
             SessionSaveError: A value cannot be written as JSON (an arbitrary object in a
                 tool result); the reason names the message, part and field.
         """
-        from harness.wire import dump_messages, encode_json
-
-        try:
-            return encode_json(self.to_dict(), indent=1, ascii_only=False)
-        except (TypeError, ValueError, RecursionError, WireFormatError) as exc:
-            reason = str(exc)
-            try:
-                dump_messages(self.messages)  # names the message, part and field at fault
-            except WireFormatError as located:
-                reason = str(located)
-            raise SessionSaveError(f"cannot write the session as JSON: {reason}") from exc
+        return session_bytes(self.to_dict(), self.messages)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Session:

@@ -22,6 +22,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+import attrs
+
 from harness.core.messages import CanonicalMessage, Part, ToolCallPart, ToolReturnPart
 from harness.errors import SessionStoreError, WireFormatError
 from harness.session.records import (
@@ -36,6 +38,8 @@ from harness.session.records import (
 from harness.session.text import searchable_text
 
 _Record = TypeVar("_Record", SessionHead, LedgerEntry)
+
+_HEAD_FIELDS: tuple[str, ...] = tuple(f.name for f in attrs.fields(SessionHead))
 
 
 def encode_message(message: CanonicalMessage) -> tuple[str, str]:
@@ -103,6 +107,8 @@ class StoreTracker:
 
     def __init__(self) -> None:
         self.revision = 0
+        self.head: SessionHead | None = None
+        """The head as the store holds it (``None``: not read or written yet)."""
         self.log_pruned = False
         self.log_length = 0
         self.view: list[CanonicalMessage] = []
@@ -153,6 +159,7 @@ class StoreTracker:
         bodies = [body for _, body in stored.view]
         messages = load_messages("[" + ",".join(bodies) + "]") if bodies else []
         self.revision = head.revision
+        self.head = head
         self.log_pruned = head.log_pruned
         self.log_length = head.log_length
         self.view = list(messages)
@@ -321,8 +328,15 @@ class StoreTracker:
             log_length=next_seq,
             view_length=len(view),
         )
+        stored = self.head if self.revision else None
+        changed = (
+            None
+            if stored is None
+            else frozenset(name for name in _HEAD_FIELDS if getattr(new_head, name) != getattr(stored, name))
+        )
         checkpoint = Checkpoint(
             head=new_head,
+            head_fields=changed,
             base_revision=self.revision,
             appended=tuple(appended),
             view_start=start,
@@ -367,6 +381,7 @@ class StoreTracker:
         else:
             self._positions = None
         self.revision = checkpoint.head.revision
+        self.head = checkpoint.head
         self.log_length = checkpoint.head.log_length
         for kept, tail in ((self.view, view), (self.origins, origins), (self.sources, sources)):
             del kept[start:]

@@ -39,25 +39,38 @@ class StoreFolder:
         path: The folder.
         url: The store's URL, for errors.
         durable: fsync every write.
+        read_only: Use an existing folder for reading only: nothing is created in it (not
+            even the lock file: an existing one is opened for shared locks), and a write
+            raises.
 
     Raises:
-        SessionStoreError: ``path`` is not a folder, or cannot be created or locked.
+        SessionStoreError: ``path`` is not a folder, or cannot be created or locked; with
+            ``read_only``, also when it does not exist.
     """
 
-    def __init__(self, path: Path, url: str, *, durable: bool) -> None:
+    def __init__(self, path: Path, url: str, *, durable: bool, read_only: bool = False) -> None:
         self.path = path
         self.url = url
         self.durable = durable
+        self.read_only = read_only
         self._thread = threading.RLock()
         self._depth = 0
         self.closed = False
         if path.exists() and not path.is_dir():
             raise SessionStoreError(url, "the store path exists and is not a folder")
+        self._lock_fd: int | None
+        if read_only:
+            if not path.is_dir():
+                raise SessionStoreError(url, "the store folder does not exist; nothing was created")
+            try:
+                self._lock_fd = os.open(path / LOCK_NAME, os.O_RDONLY)
+            except OSError:
+                self._lock_fd = None  # no writer ever used the folder: nothing to lock against
+            return
         try:
             path.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:
             raise SessionStoreError(url, f"cannot create the store folder: {exc}") from exc
-        self._lock_fd: int | None
         try:
             self._lock_fd = os.open(path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:
@@ -71,6 +84,8 @@ class StoreFolder:
         with self._thread:
             if self.closed:
                 raise SessionStoreError(self.url, "the store is closed")
+            if exclusive and self.read_only:
+                raise SessionStoreError(self.url, "the store was opened read-only")
             if exclusive and self._lock_fd is None:
                 raise SessionStoreError(self.url, "the store folder is read-only")
             fd = self._lock_fd if self._depth == 0 else None

@@ -18,7 +18,8 @@ the default survives a killed process.
 
 **Costs.** The log and the journal get only what the step added (O(delta)); the sidecar
 (the view's entries) and the snapshot (the view's messages) are rewritten whole, so a
-step costs O(view): use SQLite for long sessions. Search is a plain scan of the logs.
+step costs O(view): use SQLite for long sessions. Search is a plain scan of the logs. A handle
+keeps the last :data:`CACHED_SESSIONS` sessions it read or wrote whole in memory, no more.
 
 **Plain session files** (written by ``Session.save``, no sidecar) are sessions too: they
 load at revision 1 with a log equal to their messages. The first commit to one writes
@@ -27,7 +28,7 @@ its log and sidecar and keeps the original file as ``<name>.bak``.
 
 from __future__ import annotations
 
-__all__ = ["LOCK_NAME", "JsonFileStore"]
+__all__ = ["CACHED_SESSIONS", "LOCK_NAME", "JsonFileStore"]
 
 import contextlib
 import glob
@@ -35,6 +36,7 @@ import os
 import re
 import uuid
 import warnings
+from collections import OrderedDict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -43,6 +45,8 @@ import attrs
 
 from harness.errors import HarnessWarning, SessionConflictError, SessionNotFoundError, SessionStoreError
 from harness.session.files import backup_path
+from harness.session.lease import LeaseHolder
+from harness.session.query import check_limit, parse_query, text_words
 from harness.session.records import (
     Checkpoint,
     EditRecord,
@@ -69,12 +73,17 @@ from harness.stores.filelog import (
     state_nonce,
 )
 from harness.stores.folder import LOCK_NAME, StoreFolder
+from harness.stores.leasefile import drop_lease as _drop_lease
+from harness.stores.leasefile import take_lease as _take_lease
 from harness.stores.rows import check_checkpoint, prune_plan, snippet
 
 _STATE = ".state"
 _NAME_PROBLEM = re.compile(r"[/\\\x00]|^\.|^$")
 
 Durability = Literal["normal", "full"]
+
+CACHED_SESSIONS = 4
+"""Sessions a handle keeps read whole (least recently used dropped first)."""
 
 
 @attrs.define
@@ -94,16 +103,21 @@ class JsonFileStore:
     Args:
         path: The folder (created with mode 0700 if missing).
         durability: ``"normal"`` survives a killed process; ``"full"`` fsyncs every commit.
+        read_only: Read an existing folder only (what read-only commands do): nothing is
+            created in it, not even the lock file, and a write raises.
 
     Raises:
-        SessionStoreError: ``path`` exists and is not a folder, or cannot be created.
+        SessionStoreError: ``path`` exists and is not a folder, or cannot be created; with
+            ``read_only``, also when it does not exist.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, durability: Durability = "normal") -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, durability: Durability = "normal", read_only: bool = False
+    ) -> None:
         self.path = Path(path)
         self._url = f"file://{self.path.absolute()}"
-        self._folder = StoreFolder(self.path, self._url, durable=durability == "full")
-        self._cache: dict[str, _Loaded] = {}
+        self._folder = StoreFolder(self.path, self._url, durable=durability == "full", read_only=read_only)
+        self._cache: OrderedDict[str, _Loaded] = OrderedDict()
         self._stems: dict[str, str] = {}
         self.problems: list[tuple[Path, str]] = []
         """Files :meth:`list_sessions` skipped last time (not session files), with the reason."""
@@ -194,6 +208,7 @@ class JsonFileStore:
             except OSError:
                 prefix = b""
             if state_nonce(prefix) == cached.state.nonce and cached.files == self._stat(cached.state):
+                self._cache.move_to_end(session_id)
                 return cached  # the commit this handle wrote or read last, files untouched since
         state = self._state(stem, session_id=session_id)
         bodies_by_seq = {e.seq: e.body for e in self._log(state, session_id)}
@@ -210,14 +225,26 @@ class JsonFileStore:
                     session_id=session_id,
                 )
         loaded = _Loaded(state, bodies, self._journal(state, session_id), files=self._stat(state))
-        self._cache[session_id] = loaded
+        self._remember(session_id, loaded)
         return loaded
+
+    def _remember(self, session_id: str, loaded: _Loaded) -> None:
+        """Cache a session read or written whole, dropping the least recently used past the bound."""
+        self._cache[session_id] = loaded
+        self._cache.move_to_end(session_id)
+        while len(self._cache) > CACHED_SESSIONS:
+            self._cache.popitem(last=False)
 
     def _stat(self, state: FileState) -> tuple[Any, ...]:
         """What tells a cached read from files changed behind this handle's back (crash leftovers too)."""
         return self._folder.stat((state.log_file, state.stem + ".meta.jsonl"))
 
     # ---------------------------------------------------------------- protocol: reads
+
+    @property
+    def cached_session_ids(self) -> tuple[str, ...]:
+        """The sessions this handle holds in memory, least recently used first (:data:`CACHED_SESSIONS`)."""
+        return tuple(self._cache)
 
     @property
     def url(self) -> str:
@@ -284,10 +311,16 @@ class JsonFileStore:
         return sorted(heads, key=lambda h: h.last_modified, reverse=True)
 
     def search(self, query: str, *, session_id: str | None = None, limit: int = 20) -> list[SearchHit]:
-        """Every log message holding every word of ``query`` (a trailing ``*``: a prefix); a plain scan."""
-        words = [(w.rstrip("*"), w.endswith("*")) for w in _QUERY_WORD.findall(query.lower())]
-        if not words:
+        """Every log message matching ``query`` (the grammar of :mod:`harness.session.query`); a plain scan.
+
+        Scored by how often the query's words occur in the message.
+        """
+        check_limit(self._url, limit)
+        parsed = parse_query(query)
+        if parsed.empty:
             return []
+        wanted = parsed.positive_words()
+        counted = set(wanted)
         ids = [session_id] if session_id is not None else [h.session_id for h in self.list_sessions()]
         hits: list[SearchHit] = []
         with self._locked(exclusive=False):
@@ -298,16 +331,11 @@ class JsonFileStore:
                     continue
                 for entry in entries:
                     text = _text(entry.body)
-                    tokens = _words(text)
-                    score = 0
-                    for word, prefix in words:
-                        found = sum(1 for t in tokens if t == word or (prefix and t.startswith(word)))
-                        if not found:
-                            break
-                        score += found
-                    else:
-                        hits.append(SearchHit(sid, entry.seq, snippet(text, query), float(score)))
-        hits.sort(key=lambda h: -h.score)
+                    words = text_words(text)
+                    if parsed.matches(words):
+                        score = sum(1 for w in words if w in counted)
+                        hits.append(SearchHit(sid, entry.seq, snippet(text, " ".join(wanted)), float(score)))
+        hits.sort(key=lambda h: (-h.score, h.session_id, h.seq))
         return hits[:limit]
 
     # ---------------------------------------------------------------- protocol: writes
@@ -417,7 +445,7 @@ class JsonFileStore:
         )
         for entry in checkpoint.ledger:
             journal.ledger[entry.tool_call_id] = entry
-        self._cache[sid] = _Loaded(new_state, bodies, journal, files=self._stat(new_state))
+        self._remember(sid, _Loaded(new_state, bodies, journal, files=self._stat(new_state)))
         try:
             self._folder.replace(
                 state.stem + ".json", snapshot_bytes(checkpoint.head, journal.thoughts, bodies)
@@ -527,10 +555,24 @@ class JsonFileStore:
                 self._file(state.log_file).unlink()
         except OSError as exc:
             raise SessionStoreError(self._url, f"cannot trim the log: {exc}", session_id=session_id) from exc
-        self._cache[session_id] = _Loaded(
-            new_state, loaded.bodies, loaded.journal, files=self._stat(new_state)
-        )
+        trimmed = _Loaded(new_state, loaded.bodies, loaded.journal, files=self._stat(new_state))
+        self._remember(session_id, trimmed)
         return len(entries) - len(kept)
+
+    def take_lease(self, session_id: str, holder: LeaseHolder) -> None:
+        """Take the session's run lease (``.<session_id>.lease``; see :mod:`harness.stores.leasefile`)."""
+        if _NAME_PROBLEM.search(session_id):
+            raise SessionStoreError(
+                self._url, "the session id cannot be part of a file name", session_id=session_id
+            )
+        with self._locked(exclusive=True):
+            _take_lease(self._folder, self._url, session_id, holder)
+
+    def drop_lease(self, session_id: str, token: str) -> None:
+        """Drop the session's run lease if ``token`` holds it."""
+        if not _NAME_PROBLEM.search(session_id):
+            with self._locked(exclusive=True):
+                _drop_lease(self._folder, session_id, token)
 
     def close(self) -> None:
         """Release the lock file; the store is unusable afterwards."""
@@ -541,15 +583,6 @@ class JsonFileStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-_WORD = re.compile(r"\w+")
-_QUERY_WORD = re.compile(r"\w+\*?")
-
-
-def _words(text: str) -> list[str]:
-    """The lower-cased words of a text, as the search compares them."""
-    return _WORD.findall(text.lower())
 
 
 def _text(body: str) -> str:

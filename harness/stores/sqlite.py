@@ -6,7 +6,9 @@ user_version``; an older file is migrated in one transaction when it is opened, 
 file of a newer version is refused with :class:`~harness.errors.SessionStoreError`
 before anything is written.
 
-Durability: every checkpoint is one transaction. ``synchronous=NORMAL`` (the default
+Durability: every checkpoint is one transaction, and updates only the head columns that
+changed; the metadata has its own row, written only when it changed
+(:mod:`harness.stores.sqlite_heads`). ``synchronous=NORMAL`` (the default
 here) survives a killed process at any moment, which is what a crashing agent needs; a
 power cut may lose the last transactions. Pass ``durability="full"`` to fsync every
 commit as well (about a millisecond more per step on an SSD).
@@ -33,7 +35,7 @@ import os
 import sqlite3
 import threading
 import zlib
-from collections.abc import Generator, Sequence
+from collections.abc import Generator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,7 +43,9 @@ from typing import Any, Literal
 
 import attrs
 
-from harness.errors import SessionConflictError, SessionNotFoundError, SessionStoreError
+from harness.errors import SessionConflictError, SessionStoreError
+from harness.session.lease import LeaseHolder
+from harness.session.query import check_limit, parse_query
 from harness.session.records import (
     Checkpoint,
     EditRecord,
@@ -53,18 +57,20 @@ from harness.session.records import (
     StoredSession,
     ViewEntry,
 )
-from harness.stores.rows import HEAD_COLUMNS as ROW_HEAD_COLUMNS
 from harness.stores.rows import (
     check_checkpoint,
     edit_from_row,
     edit_to_row,
     head_from_row,
-    head_to_row,
     ledger_from_row,
     ledger_to_row,
     prune_plan,
     snippet,
 )
+from harness.stores.sqlite_fts import fts_query
+from harness.stores.sqlite_heads import HEAD_SELECT, read_head, write_head
+from harness.stores.sqlite_leases import drop_lease as _drop_lease
+from harness.stores.sqlite_leases import take_lease as _take_lease
 from harness.stores.sqlite_schema import MIGRATIONS as _MIGRATIONS
 from harness.stores.sqlite_schema import SCHEMA_VERSION
 from harness.stores.sqlite_values import bind as _bind
@@ -75,15 +81,6 @@ from harness.stores.sqlite_values import text_of_body as _text_of_body
 from harness.stores.sqlite_values import unbind as _unbind
 from harness.stores.sqlite_values import unbind_row as _unbind_row
 from harness.stores.sqlite_values import unpack_body as _unpack
-
-_HEAD_COLUMNS = ROW_HEAD_COLUMNS
-_HEAD_SELECT = ", ".join(_HEAD_COLUMNS)
-_HEAD_UPDATE = ", ".join(
-    # A session keeps log_pruned once prune dropped log messages: a later write does not un-set it.
-    f"{c} = {c} OR excluded.{c}" if c == "log_pruned" else f"{c} = excluded.{c}"
-    for c in _HEAD_COLUMNS[1:]
-)
-
 
 Durability = Literal["normal", "full"]
 
@@ -100,10 +97,15 @@ class SqliteStore:
             ``":memory:"`` for a private in-memory store (tests).
         durability: ``"normal"`` survives a killed process; ``"full"`` also a power cut.
         busy_timeout: Seconds to wait for another process's write to finish.
+        read_only: Open an existing database for reading only (what read-only commands
+            do): nothing is created, migrated or written, and a write raises
+            :class:`~harness.errors.SessionStoreError`. SQLite may still create the
+            database's ``-wal`` / ``-shm`` files beside it to read it.
 
     Raises:
         SessionStoreError: The file is not a SQLite database, is corrupt, or has a newer
-            schema than this release reads. Nothing is written to it then.
+            schema than this release reads. Nothing is written to it then. With
+            ``read_only``, also: the file does not exist, or holds no session store yet.
     """
 
     def __init__(
@@ -112,19 +114,30 @@ class SqliteStore:
         *,
         durability: Durability = "normal",
         busy_timeout: float = 30.0,
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path) if os.fspath(path) != ":memory:" else None
         self._url = f"sqlite:///{self.path.absolute()}" if self.path is not None else "sqlite:///:memory:"
         self._lock = threading.RLock()
         self._closed = False
+        self.read_only = read_only and self.path is not None
+        """Whether the store was opened for reading only (writes raise)."""
         if self.path is not None and not self.path.exists():
+            if self.read_only:
+                raise SessionStoreError(self._url, "the database file does not exist; nothing was created")
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)
             os.close(fd)
         target = str(self.path) if self.path is not None else ":memory:"
+        if self.read_only and self.path is not None:
+            target = f"{self.path.absolute().as_uri()}?mode=ro"
         try:
             self._db = sqlite3.connect(
-                target, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+                target,
+                timeout=busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+                uri=self.read_only,
             )
         except sqlite3.Error as exc:
             raise SessionStoreError(self._url, f"cannot open the database: {exc}") from exc
@@ -157,13 +170,18 @@ class SqliteStore:
                     "the file is a SQLite database but not a harness session store; refusing to change it",
                 )
         db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-        if self.path is not None:
+        if self.read_only:
+            if version < SCHEMA_VERSION:
+                raise SessionStoreError(
+                    self._url, "the file holds no session store yet (nothing was ever written)"
+                )
+        elif self.path is not None:
             mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise SessionStoreError(self._url, f"cannot switch the database to WAL mode (got {mode!r})")
         db.execute(f"PRAGMA synchronous = {'FULL' if durability == 'full' else 'NORMAL'}")
         db.execute("PRAGMA foreign_keys = ON")
-        if version < SCHEMA_VERSION:
+        if version < SCHEMA_VERSION and not self.read_only:
             self._migrate(version)
         problem = db.execute("PRAGMA quick_check(1)").fetchone()[0] if self.path is not None else "ok"
         if problem != "ok":
@@ -185,6 +203,8 @@ class SqliteStore:
         """One write transaction, holding the database's write lock from the start."""
         with self._lock:
             self._check_open()
+            if self.read_only:
+                raise SessionStoreError(self._url, "the store was opened read-only")
             db = self._db
             try:
                 db.execute("BEGIN IMMEDIATE")
@@ -256,13 +276,7 @@ class SqliteStore:
         head = checkpoint.head
         sid = head.session_id
         check_checkpoint(checkpoint, log_length)
-        values = _bind_row(head_to_row(head))
-        placeholders = ", ".join("?" for _ in _HEAD_COLUMNS)
-        db.execute(
-            f"INSERT INTO sessions ({_HEAD_SELECT}) VALUES ({placeholders}) "
-            f"ON CONFLICT (session_id) DO UPDATE SET {_HEAD_UPDATE}",
-            values,
-        )
+        write_head(db, head, checkpoint.head_fields if checkpoint.base_revision else None)
         for entry in checkpoint.appended:
             cursor = db.execute(
                 "INSERT INTO log (session_id, seq, body) VALUES (?, ?, ?)",
@@ -310,14 +324,7 @@ class SqliteStore:
             )
 
     def _head_row(self, db: sqlite3.Connection, session_id: str) -> SessionHead:
-        if not _is_text(session_id):
-            raise SessionNotFoundError(self._url, session_id)
-        row = db.execute(
-            f"SELECT {_HEAD_SELECT} FROM sessions WHERE session_id = ?", (session_id,)
-        ).fetchone()
-        if row is None:
-            raise SessionNotFoundError(self._url, session_id)
-        return head_from_row(self._url, _unbind_row(row))
+        return read_head(db, self._url, session_id)
 
     def head(self, session_id: str) -> SessionHead:
         """Read a session's head."""
@@ -398,7 +405,7 @@ class SqliteStore:
     def list_sessions(self) -> list[SessionHead]:
         """Every session's head, most recently modified first."""
         with self._read() as db:
-            rows = db.execute(f"SELECT {_HEAD_SELECT} FROM sessions ORDER BY last_modified DESC").fetchall()
+            rows = db.execute(f"{HEAD_SELECT} ORDER BY s.last_modified DESC").fetchall()
         return [head_from_row(self._url, _unbind_row(row)) for row in rows]
 
     def fork(self, session_id: str, new_session_id: str) -> SessionHead:
@@ -421,11 +428,7 @@ class SqliteStore:
                 forked_from=session_id,
                 forked_at=head.log_length,
             )
-            placeholders = ", ".join("?" for _ in _HEAD_COLUMNS)
-            db.execute(
-                f"INSERT INTO sessions ({_HEAD_SELECT}) VALUES ({placeholders})",
-                _bind_row(head_to_row(forked)),
-            )
+            write_head(db, forked, None)
             rows = db.execute(
                 "SELECT seq, body FROM log WHERE session_id = ? ORDER BY seq", (session_id,)
             ).fetchall()
@@ -466,7 +469,7 @@ class SqliteStore:
             if db.execute("SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)).fetchone() is None:
                 return False
             self._drop_log_rows(db, session_id)
-            for table in ("view", "edits", "thoughts", "ledger", "sessions"):
+            for table in ("view", "edits", "thoughts", "ledger", "session_metadata", "sessions"):
                 db.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
         return True
 
@@ -517,26 +520,38 @@ class SqliteStore:
         return len(doomed)
 
     def search(self, query: str, *, session_id: str | None = None, limit: int = 20) -> list[SearchHit]:
-        """Full-text search of the raw logs (FTS5; every word must appear, prefix ``*`` allowed)."""
-        match = _fts_query(query)
-        if not match or (session_id is not None and not _is_text(session_id)):
+        """Full-text search of the raw logs, by the grammar of :mod:`harness.session.query` (FTS5, bm25)."""
+        check_limit(self._url, limit)
+        parsed = parse_query(query)
+        if parsed.empty or (session_id is not None and not _is_text(session_id)):
             return []
         sql = (
             "SELECT l.session_id, l.seq, l.body, bm25(log_text) AS rank FROM log_text "
             "JOIN log l ON l.id = log_text.rowid WHERE log_text MATCH ?"
         )
-        params: list[Any] = [match]
+        params: list[Any] = [fts_query(parsed)]
         if session_id is not None:
             sql += " AND l.session_id = ?"
             params.append(session_id)
-        sql += " ORDER BY rank LIMIT ?"
+        sql += " ORDER BY rank, l.session_id, l.seq LIMIT ?"
         params.append(limit)
         with self._read(session_id) as db:
             rows = db.execute(sql, params).fetchall()
+        words = " ".join(parsed.positive_words())
         return [
-            SearchHit(sid, seq, snippet(_text_of_body(body), query), -float(rank))
+            SearchHit(sid, seq, snippet(_text_of_body(body), words), -float(rank))
             for sid, seq, body, rank in rows
         ]
+
+    def take_lease(self, session_id: str, holder: LeaseHolder) -> None:
+        """Take the session's run lease (see :class:`~harness.session.lease.LeasingStore`)."""
+        with self._write() as db:
+            _take_lease(db, self._url, session_id, holder)
+
+    def drop_lease(self, session_id: str, token: str) -> None:
+        """Drop the session's run lease if ``token`` holds it."""
+        with self._write() as db:
+            _drop_lease(db, session_id, token)
 
     def close(self) -> None:
         """Close the database connection."""
@@ -550,15 +565,3 @@ class SqliteStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _fts_query(query: str) -> str:
-    """Each word of ``query`` as an FTS5 string (so punctuation is never FTS syntax)."""
-    words: Sequence[str] = [w for w in query.split() if w.strip('"*')]
-    out: list[str] = []
-    for word in words:
-        prefix = word.endswith("*")
-        core = word.rstrip("*").replace('"', '""')
-        if core:
-            out.append(f'"{core}"' + ("*" if prefix else ""))
-    return " ".join(out)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 3
 """The schema this release writes; files of an older version are migrated when opened."""
 
 SCHEMA_V1 = """
@@ -81,5 +81,26 @@ CREATE TABLE ledger (
 CREATE VIRTUAL TABLE log_text USING fts5 (text, content='', tokenize='unicode61');
 """
 
-MIGRATIONS: dict[int, str] = {1: SCHEMA_V1}
+SCHEMA_V2 = """
+CREATE TABLE session_metadata (
+    session_id TEXT PRIMARY KEY REFERENCES sessions (session_id) ON DELETE CASCADE,
+    metadata TEXT NOT NULL
+);
+INSERT INTO session_metadata (session_id, metadata) SELECT session_id, metadata FROM sessions;
+UPDATE sessions SET metadata = '{}';
+"""
+"""Version 2: the metadata in its own row, so a checkpoint's new revision does not rewrite it."""
+
+SCHEMA_V3 = """
+CREATE TABLE leases (
+    session_id TEXT PRIMARY KEY,
+    token TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    expires_at REAL NOT NULL
+)
+"""
+"""Version 3: the run leases (:mod:`harness.stores.sqlite_leases`)."""
+
+MIGRATIONS: dict[int, str] = {1: SCHEMA_V1, 2: SCHEMA_V2, 3: SCHEMA_V3}
 """Version -> the script that brings the previous version to it (0 is an empty file)."""

@@ -388,7 +388,7 @@ class _Runner:
         from harness.durable.replay_safe import ReplaySafeStore
 
         inner = cast("SessionStore", killable) if killable is not None else self.store
-        return Session.create(store=ReplaySafeStore(inner, run_key), **fields)
+        return ReplaySafeStore(inner, run_key).new_session(**fields)  # a replay finds the session it created
 
     async def execute(self, agent: Agent, effects: JournalEffects, run_key: str) -> _Execution:
         killable = _KillableStore(self.store) if self.store is not None else None

@@ -277,12 +277,25 @@ class RecordCases(ConformanceBase):
         assert fresh.checkpoint() == 3
 
     def test_creating_an_existing_session_conflicts(self, make_store: StoreFactory) -> None:
-        """Creating a session whose id exists raises SessionConflictError and changes nothing."""
+        """Creating a session whose id exists raises SessionConflictError and changes nothing.
+
+        ``Session.create`` refuses it at once; a session built without that check (a writer
+        that took the id after it was checked) is refused by its first checkpoint.
+        """
         store = make_store()
         first = new_session(store, sample_messages())
         first.checkpoint()
         before = store_state(store, [first.session_id])
-        second = new_session(make_store(same=True), sample_messages()[:2], session_id=first.session_id)
+        with pytest.raises(SessionConflictError) as refused:
+            new_session(make_store(same=True), sample_messages()[:2], session_id=first.session_id)
+        assert refused.value.expected == 0
+        second = Session(
+            store=make_store(same=True),
+            messages=sample_messages()[:2],
+            session_id=first.session_id,
+            project_id=PROJECT,
+            working_directory="/work/conformance",
+        )
         with pytest.raises(SessionConflictError) as caught:
             second.checkpoint()
         assert caught.value.expected == 0

@@ -33,7 +33,10 @@ distribution with a ``resolve_store`` entry point needs no opener of its own. Se
 the original query), append-only semantics (a compaction-like rewrite of the view never
 rewrites the log; edits record what they replaced), revision conflicts (a stale write
 raises :class:`~harness.errors.SessionConflictError` and writes *nothing*), two processes
-racing on one session, fork, delete, prune, search, list order, a missing session, an
+racing on one session, fork, delete, prune, search (one grammar, the same hits on every
+store, ``limit < 1`` refused: :mod:`harness.testing.store_search_cases`), run leases (a
+live holder refuses others, a killed or expired one's lease is taken over, skipped for a
+store without leases: :mod:`harness.testing.store_lease_cases`), list order, a missing session, an
 import with a kept revision and a gapped log, crash consistency (a committing process
 SIGKILLed at random moments: :attr:`StoreConformance.crash_rounds` kills by default,
 :attr:`StoreConformance.slow_crash_rounds` in the ``slow`` test) and a hypothesis
@@ -48,11 +51,13 @@ __all__ = ["ConformanceBase", "StoreConformance", "StoreFactory", "sample_messag
 
 from harness.testing.store_cases import RecordCases
 from harness.testing.store_kit import ConformanceBase, StoreFactory, sample_messages
+from harness.testing.store_lease_cases import LeaseCases
 from harness.testing.store_lifecycle_cases import LifecycleCases
 from harness.testing.store_process_cases import ProcessCases
+from harness.testing.store_search_cases import SearchCases
 
 
-class StoreConformance(RecordCases, LifecycleCases, ProcessCases):
+class StoreConformance(RecordCases, LifecycleCases, ProcessCases, SearchCases, LeaseCases):
     """The conformance suite; subclass it and implement ``store_spec`` (see the module docstring).
 
     Settings (class attributes): ``opener``, ``processes``, ``crash_rounds``,

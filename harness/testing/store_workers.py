@@ -265,6 +265,17 @@ def _crash(args: dict[str, Any], store: SessionStore, side: Any) -> None:
         side.flush()
 
 
+def _lease(args: dict[str, Any], store: SessionStore, side: Any) -> None:
+    """Take the session's run lease, say so, and hold it until killed (never dropping it)."""
+    from harness.session.lease import LeasingStore, new_holder
+
+    holder = new_holder(seconds=float(args.get("seconds", 60.0)))
+    cast(LeasingStore, store).take_lease(args["session_id"], holder)
+    side.write(f"leased {holder.token}\n")
+    side.flush()
+    time.sleep(120)
+
+
 def worker_main(argv: Sequence[str] | None = None) -> None:
     """A child's entry point: the last argument is a JSON object (mode, opener, spec, session, side)."""
     raw = (argv if argv is not None else sys.argv)[-1]
@@ -273,6 +284,8 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
     with open(args["side"], "a", encoding="utf-8") as side:
         if args["mode"] == "race":
             _race(args, store, side)
+        elif args["mode"] == "lease":
+            _lease(args, store, side)
         else:
             _crash(args, store, side)
     store.close()
@@ -281,7 +294,7 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
 def spawn_worker(
     mode: str, *, opener: str, spec: str, session_id: str, side: Path, **extra: Any
 ) -> subprocess.Popen[bytes]:
-    """Start a child running :func:`worker_main` (``mode``: ``"race"`` or ``"crash"``).
+    """Start a child running :func:`worker_main` (``mode``: ``"race"``, ``"crash"`` or ``"lease"``).
 
     Its stderr goes to ``<side>.err`` (read it when the child fails).
     """

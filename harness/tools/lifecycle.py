@@ -27,7 +27,14 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from harness.core.messages import CanonicalMessage, RetryPromptPart, ToolCallPart, ToolReturnPart
+from harness.core.messages import (
+    CanonicalMessage,
+    Part,
+    RetryPromptPart,
+    ToolCallPart,
+    ToolReturnPart,
+    harness_mark,
+)
 
 ToolEventKind: TypeAlias = Literal["registered", "started", "completed", "failed", "cancelled", "deferred"]
 
@@ -97,12 +104,25 @@ class ToolEvent:
     """One registry transition, passed to the ``on_tool`` hook.
 
     Attributes:
-        kind: ``registered``, ``started``, ``completed``, ``failed`` or ``cancelled``.
+        kind: ``registered``, ``started``, ``completed``, ``failed``, ``cancelled`` or
+            ``deferred``.
         record: The record as it is after the transition.
+        answer: What the model reads for the call, on a terminal event (the executor sets
+            it; the tool-effect ledger records it): the tool's return, a retry prompt, an
+            "aborted" return (the call never ran, or the tool itself aborted), or an
+            "outcome unknown" return (:attr:`outcome_unknown`). ``None`` on ``registered``
+            and ``started``.
     """
 
     kind: ToolEventKind
     record: ToolCallRecord
+    answer: Part | None = None
+
+    @property
+    def outcome_unknown(self) -> bool:
+        """Whether the call may or may not have taken effect (its answer is marked ``outcome_unknown``)."""
+        mark = harness_mark(self.answer) if self.answer is not None else None
+        return bool(mark and mark.get("outcome_unknown"))
 
 
 _MAX_RESULT_CHARS = 2000
@@ -211,16 +231,19 @@ class ToolCallRegistry:
         self._records[tool_call_id] = updated
         return updated
 
-    def complete(self, tool_call_id: str, result: str | None = None) -> ToolEvent:
-        """Mark the call as completed with (a short text of) its ``result``."""
+    def complete(
+        self, tool_call_id: str, result: str | None = None, *, answer: Part | None = None
+    ) -> ToolEvent:
+        """Mark the call as completed with (a short text of) its ``result``; ``answer`` rides on the event."""
         text = None if result is None else result[:_MAX_RESULT_CHARS]
         return ToolEvent(
             "completed",
             self._move(tool_call_id, ToolCallStatus.COMPLETED, completed_at=self.clock(), result=text),
+            answer,
         )
 
-    def fail(self, tool_call_id: str, error: str) -> ToolEvent:
-        """Mark the call as failed with ``error``."""
+    def fail(self, tool_call_id: str, error: str, *, answer: Part | None = None) -> ToolEvent:
+        """Mark the call as failed with ``error``; ``answer`` rides on the event."""
         return ToolEvent(
             "failed",
             self._move(
@@ -229,20 +252,25 @@ class ToolCallRegistry:
                 completed_at=self.clock(),
                 error=error[:_MAX_RESULT_CHARS],
             ),
+            answer,
         )
 
-    def cancel(self, tool_call_id: str, reason: str = "cancelled") -> ToolEvent:
-        """Mark the call as cancelled, storing ``reason`` in ``error``."""
+    def cancel(
+        self, tool_call_id: str, reason: str = "cancelled", *, answer: Part | None = None
+    ) -> ToolEvent:
+        """Mark the call as cancelled, storing ``reason`` in ``error``; ``answer`` rides on the event."""
         return ToolEvent(
             "cancelled",
             self._move(tool_call_id, ToolCallStatus.CANCELLED, completed_at=self.clock(), error=reason),
+            answer,
         )
 
-    def defer(self, tool_call_id: str, reason: str) -> ToolEvent:
+    def defer(self, tool_call_id: str, reason: str, *, answer: Part | None = None) -> ToolEvent:
         """Mark the call as held back for a human decision, storing ``reason`` in ``error``."""
         return ToolEvent(
             "deferred",
             self._move(tool_call_id, ToolCallStatus.DEFERRED, completed_at=self.clock(), error=reason),
+            answer,
         )
 
     def check_against(self, messages: Sequence[CanonicalMessage]) -> list[str]:

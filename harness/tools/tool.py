@@ -38,7 +38,7 @@ import functools
 import inspect
 import re
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 import attrs
@@ -281,10 +281,18 @@ class Tool:
                     problems.extend(conversion_problems(exc, key))
         return problems
 
-    async def call(self, arguments: Mapping[str, Any], ctx: RunContext | None = None) -> Any:
+    async def call(
+        self,
+        arguments: Mapping[str, Any],
+        ctx: RunContext | None = None,
+        *,
+        run_sync: Callable[[Callable[[], Any]], Awaitable[Any]] | None = None,
+    ) -> Any:
         """Run the function with validated ``arguments``.
 
-        Sync functions run in a worker thread so parallel calls do not block the loop.
+        Sync functions run in a worker thread so parallel calls do not block the loop:
+        ``run_sync(function)`` when given (a run passes its agent's tracked pool, see
+        :mod:`harness.run.threads`), else ``asyncio.to_thread``.
         """
         kwargs = dict(arguments)
         if self.takes_ctx:
@@ -293,7 +301,10 @@ class Tool:
             call = self.function
         if inspect.iscoroutinefunction(self.function):
             return await call(**kwargs)
-        result = await asyncio.to_thread(call, **kwargs)
+        if run_sync is not None:
+            result = await run_sync(functools.partial(call, **kwargs))
+        else:
+            result = await asyncio.to_thread(call, **kwargs)
         if inspect.isawaitable(result):
             return await result
         return result

@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from harness.cli import cli
+from harness.cli.approval import EXIT_AWAITING_APPROVAL
 from harness.core import ToolReturnPart
 from harness.history import check_invariants
 from harness.run.approvals import held_calls, is_placeholder
@@ -75,7 +76,7 @@ def returns_of(session: Session, call_id: str) -> list[ToolReturnPart]:
 
 def paused_session(runner: CliRunner, project: Path, url: str) -> dict[str, Any]:
     result = invoke(runner, project, url, "--json", "--require-approval", "read_file", PROMPT)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == EXIT_AWAITING_APPROVAL == 5, result.output
     document: dict[str, Any] = json.loads(result.stdout)
     assert document["status"] == "awaiting_approval"
     return document
@@ -88,12 +89,12 @@ def test_without_a_terminal_the_run_stays_paused_and_the_command_says_how_to_res
     runner: CliRunner, project: Path, url: str
 ) -> None:
     result = invoke(runner, project, url, "--require-approval", "read_file", PROMPT)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == EXIT_AWAITING_APPROVAL, result.output  # paused is not done
     out = result.stdout
     assert "paused: 1 tool call waits for approval in session" in out
     assert 'approval needed scripted_1: read_file {"path": "app.py", "limit": 150}' in out
     assert "awaiting approval: ToolApproval(tools=...) lists read_file" in out
-    command = f"harness run --root {project} --store {url} --resume "
+    command = f"harness run --store {url} --resume "  # no --root: --resume runs on the session's folder
     assert f"approve: {command}" in out
     assert "--approve scripted_1" in out
     assert "--reject scripted_1=REASON" in out
@@ -125,7 +126,7 @@ def test_no_input_never_asks_even_interactively(runner: CliRunner, project: Path
     result = invoke(
         runner, project, url, "-i", "--no-input", "--require-approval", "read_file", PROMPT, input=""
     )
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == EXIT_AWAITING_APPROVAL, result.output
     assert "approve, reject, edit or later?" not in result.stdout
     assert "paused: 1 tool call waits for approval" in result.stdout
 
@@ -187,7 +188,7 @@ def test_the_options_also_resume_a_session_named_with_session(
     runner: CliRunner, project: Path, url: str
 ) -> None:
     first = invoke(runner, project, url, "--session", "review", "--require-approval", "read_file", PROMPT)
-    assert first.exit_code == 0, first.output
+    assert first.exit_code == EXIT_AWAITING_APPROVAL, first.output
     result = invoke(runner, project, url, "--session", "review", "--approve", "scripted_1")
     assert result.exit_code == 0, result.output
     assert held_calls(stored(url, "review").messages) == ()
@@ -210,7 +211,7 @@ def test_another_process_resumes_the_paused_run(tmp_path: Path, project: Path, u
         )
 
     paused = harness("--json", "--require-approval", "read_file", PROMPT)
-    assert paused.returncode == 0, paused.stderr
+    assert paused.returncode == EXIT_AWAITING_APPROVAL, paused.stderr
     sid = json.loads(paused.stdout)["session_id"]
     done = harness("--json", "--resume", sid, "--approve", "scripted_1")
     assert done.returncode == 0, done.stderr
@@ -264,7 +265,7 @@ def test_interactively_edit_asks_for_json_until_it_is_an_object(
 
 def test_interactively_later_leaves_the_run_paused(runner: CliRunner, project: Path, url: str) -> None:
     result = invoke(runner, project, url, "-i", "--require-approval", "read_file", PROMPT, input="l\n")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == EXIT_AWAITING_APPROVAL, result.output
     assert "paused: 1 tool call waits for approval" in result.stdout
     sid = result.stdout.split("session ")[1].split()[0]
     assert [c.tool_call_id for c in held_calls(stored(url, sid).messages)] == ["scripted_1"]
@@ -419,7 +420,7 @@ def test_require_approval_with_a_tool_approval_stack_entry_is_refused(
 
 def test_a_stack_entry_configures_approval_too(runner: CliRunner, project: Path, url: str) -> None:
     result = invoke(runner, project, url, "--json", "--stack", "tool_approval:tools=read_file", PROMPT)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == EXIT_AWAITING_APPROVAL, result.output
     assert json.loads(result.stdout)["status"] == "awaiting_approval"
 
 
@@ -433,3 +434,13 @@ def test_without_the_plugin_the_options_say_what_to_install(
     plain = invoke(runner, project, url, "--json", PROMPT)
     assert plain.exit_code == 0, plain.output
     assert json.loads(plain.stdout)["status"] == "completed"
+
+
+def test_a_held_call_is_shown_as_run_only_once_it_ran(runner: CliRunner, project: Path, url: str) -> None:
+    paused = invoke(runner, project, url, "--session", "shown", "--require-approval", "read_file", PROMPT)
+    assert paused.exit_code == EXIT_AWAITING_APPROVAL, paused.output
+    assert "approval needed scripted_1: read_file" in paused.stdout
+    assert "→ read_file" not in paused.stdout  # not printed as if it had already run
+    approved = invoke(runner, project, url, "--resume", "shown", "--approve", "scripted_1")
+    assert approved.exit_code == 0, approved.output
+    assert "→ read_file(path='app.py', limit=150)" in approved.stdout

@@ -130,7 +130,7 @@ def test_demo_without_the_example_agent(runner: CliRunner, monkeypatch: pytest.M
     result = runner.invoke(cli, ["demo"])
     assert result.exit_code == 2
     assert "CodingAgentMissingError" in result.output
-    assert "pip install 'harness-loop[demo]'" in result.output
+    assert "pip install ./examples/coding-agent ./plugins/harness-*" in result.output
 
 
 def test_demo_bad_stack_is_a_usage_error(runner: CliRunner) -> None:
@@ -144,3 +144,24 @@ def test_demo_help_has_examples(runner: CliRunner) -> None:
     assert result.exit_code == 0
     assert "Examples:" in result.output
     assert "harness demo --budget 6000 --plot demo.png" in result.output
+
+
+def test_no_store_leaves_the_default_store_untouched(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    for name in ("HARNESS_STORE", "HARNESS_SESSION_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    result = runner.invoke(cli, ["demo", "--no-store", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["store"] == "sqlite:///:memory:"
+    assert report["session_roundtrip"] is True  # still checkpointed, reloaded and compared
+    assert not (tmp_path / "xdg").exists(), "the demo added a session to the default store"
+    plain = runner.invoke(cli, ["demo", "--no-store"])
+    assert plain.exit_code == 0, plain.output
+    assert "kept in memory only (--no-store)" in plain.stdout
+    assert not (tmp_path / "xdg").exists()
+    both = runner.invoke(cli, ["demo", "--no-store", "--store", str(tmp_path / "s.db")])
+    assert both.exit_code == 2
+    assert "--no-store cannot be combined with --store" in both.output

@@ -22,6 +22,7 @@ from harness.core import (
 )
 from harness.history import check_invariants
 from harness.session import Session
+from harness.testing import corpus_files
 from harness.tokens import TokenCounter
 from harness.wire import dump_messages, load_messages
 
@@ -288,3 +289,60 @@ def test_inspect_every_corpus_file(runner: CliRunner, corpus_file: Path) -> None
     assert report["messages"] == len(messages)
     assert code == (1 if check_invariants(messages) else 0)
     assert sum(report["parts"].values()) == sum(len(m.parts) for m in messages)
+
+
+def _fresh_shell_history() -> list[CanonicalMessage]:
+    """Two identical relative reads with a ``cd`` between them, as mini-swe-agent's fresh shells make."""
+    body = "\n".join(f"line {i}" for i in range(200))
+    messages = [CanonicalMessage.user("Fix the validator.")]
+    for index, command in enumerate(["cat ./app/x.py", "cd /testbed && ls", "cat ./app/x.py"]):
+        call_id = f"c{index}"
+        messages.append(
+            CanonicalMessage.response(
+                ToolCallPart(tool_name="bash", args={"command": command}, tool_call_id=call_id)
+            )
+        )
+        content = "x.py" if command.endswith("ls") else body
+        messages.append(
+            CanonicalMessage.request(ToolReturnPart(tool_name="bash", content=content, tool_call_id=call_id))
+        )
+    messages.append(CanonicalMessage.response(TextPart("Fixed.")))
+    return messages
+
+
+def test_inspect_says_when_dedupe_needs_fresh_shells(runner: CliRunner, tmp_path: Path) -> None:
+    path = tmp_path / "fresh.json"
+    path.write_bytes(dump_messages(_fresh_shell_history()))
+    code, report = _report(runner, str(path))
+    assert code == 0
+    assert [item["count"] for item in report["repeated_file_reads"]] == [2]
+    assert report["dedupe_file_reads"] == {"superseded": 0, "superseded_with_fresh_shells": 1}
+    text = " ".join(runner.invoke(cli, ["inspect", str(path)]).stdout.split())
+    assert "note: dedupe_file_reads supersedes 0 of these reads as configured by default" in text
+    assert "--stack dedupe_file_reads:shell_keeps_directory=false" in text
+    # following the note does what inspect promised
+    done = runner.invoke(
+        cli,
+        [
+            "compact",
+            str(path),
+            "--stack",
+            "dedupe_file_reads:shell_keeps_directory=false",
+            "--dry-run",
+            "--json",
+        ],
+    )
+    assert done.exit_code == 0, done.output
+    assert sum(edit["tool_calls_cleared"] for edit in json.loads(done.stdout)["edits"]) == 1
+
+
+def test_inspect_and_dedupe_agree_on_a_mini_swe_agent_transcript(runner: CliRunner) -> None:
+    found = [p for p in corpus_files() if p.name == "mini-swe-agent-django-11099-deepseek-chat.json"]
+    if not found:
+        pytest.skip("the shared corpus (mini-swe-agent-django-11099) is not available")
+    code, report = _report(runner, str(found[0]))
+    assert code == 0
+    repeated = sum(item["count"] - 1 for item in report["repeated_file_reads"])
+    dedupe = report["dedupe_file_reads"]
+    assert dedupe["superseded"] < repeated == dedupe["superseded_with_fresh_shells"]
+    assert "shell_keeps_directory=false" in runner.invoke(cli, ["inspect", str(found[0])]).stdout

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from harness.cli import cli
+from harness.cli.demo.measure import ComparedRequest, Comparison
 from harness.core import CanonicalMessage, SystemPromptPart, TextPart, ToolCallPart, ToolReturnPart
 from harness.testing import corpus_files
 from harness.tokens import TokenCounter
@@ -157,3 +159,50 @@ def test_replay_progress_bar_is_drawn_on_stderr_when_asked(runner: CliRunner, re
     assert "replaying" not in hidden.stderr
     # Not a terminal and no flag: no bar (CliRunner's stderr is not a terminal).
     assert "replaying" not in runner.invoke(cli, ["replay", str(recording)]).stderr
+
+
+def test_the_requests_over_the_budget_are_named_as_requests_not_a_count(
+    runner: CliRunner, recording: Path
+) -> None:
+    result = runner.invoke(cli, ["replay", str(recording), "--budget", "2000", "--stack", ""])
+    assert result.exit_code == 1
+    text = " ".join(result.stdout.split())
+    assert "over the 2,000-token budget: requests 3-11 (9 requests)" in text
+    assert "requests over the" not in text
+
+
+def test_one_request_over_the_budget_is_named_as_that_request(tmp_path: Path, runner: CliRunner) -> None:
+    path = tmp_path / "two.json"
+    path.write_bytes(dump_messages(reading_session(1)))
+    result = runner.invoke(cli, ["replay", str(path), "--budget", "500", "--stack", ""])
+    assert result.exit_code == 1
+    assert "over the 500-token budget: request 2\n" in result.stdout
+
+
+def test_a_tiny_loss_is_never_a_negative_zero_fraction() -> None:
+    rows = (ComparedRequest(1, 1, 1, 100_000, 100_001), ComparedRequest(2, 1, 1, 100_000, 100_000))
+    report = Comparison(rows).as_json()
+    assert report["saved_tokens"] == -1
+    assert math.copysign(1.0, report["saved_fraction"]) == 1.0
+    assert json.dumps(report["saved_fraction"]) == "0.0"
+
+
+def test_a_compaction_that_changed_nothing_says_so(runner: CliRunner, tmp_path: Path) -> None:
+    path = tmp_path / "four.json"
+    path.write_bytes(dump_messages(reading_session(4)))
+    stack = "tiered[dedupe_file_reads]:max_tokens=300,target_tokens=100"
+    result = runner.invoke(cli, ["replay", str(path), "--budget", "100000", "--stack", stack])
+    assert result.exit_code == 0, result.output
+    lines = [" ".join(line.split()) for line in result.stdout.splitlines()]
+    assert (
+        "compaction before request 2: tiered: no tier changed the history (3 messages, 1,055 tokens; "
+        "tried dedupe_file_reads)" in lines
+    )
+    # a roll-up line only ever follows the edits it sums up
+    for index, line in enumerate(lines):
+        if "roll-up of the edits above" in line:
+            assert "dedupe_file_reads:" in lines[index - 1]
+    (row_2,) = [line for line in lines if line.startswith("│ 2 ")]
+    assert row_2.endswith("│ - │")  # no edit before request 2
+    (chart_2,) = [line for line in lines if line.startswith("2 ") and "/" in line]
+    assert "compacted" not in chart_2

@@ -118,6 +118,30 @@ def test_sessions_alone_lists_the_default_store_in_the_xdg_data_folder(tmp_path:
     assert document("sessions", "--json") == listed
 
 
+def test_list_shows_each_sessions_first_prompt(
+    store: SessionStore, db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    long = Session.create(store=store, session_id="a" * 32, working_directory="/w")
+    long.original_query = (
+        "Where is the configuration parsed, and which module\nreads the environment variables?"
+    )
+    long.messages = conversation()
+    long.checkpoint()
+    stored(store, "no-prompt")
+    monkeypatch.setenv("COLUMNS", "200")
+    lines = ok("sessions", "list", "--store", str(db)).stdout.splitlines()
+    assert "first prompt" in lines[1]
+    (row,) = [line for line in lines if "a" * 32 in line]
+    assert "Where is the configuration parsed, and which mo…" in row  # one line, clipped
+    (other,) = [line for line in lines if "no-prompt" in line]
+    assert "│ -" in other
+    rows = {
+        r["session_id"]: r for r in document("sessions", "list", "--store", str(db), "--json")["sessions"]
+    }
+    assert rows["a" * 32]["original_query"] == long.original_query
+    assert rows["no-prompt"]["original_query"] is None
+
+
 def test_list_json_has_the_view_log_revision_model_and_fork(store: SessionStore, db: Path) -> None:
     stored(store, "a", compacted=True)
     store.fork("a", "b")
@@ -143,6 +167,7 @@ def test_list_json_has_the_view_log_revision_model_and_fork(store: SessionStore,
 
 
 def test_an_empty_store_says_so(db: Path) -> None:
+    SqliteStore(db).close()
     assert f"no sessions in sqlite:///{db}" in ok("sessions", "--store", str(db)).stdout
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import sqlite3
 import subprocess
@@ -103,7 +104,7 @@ def test_the_default_store_is_sessions_db_in_the_xdg_data_folder(project: Path, 
         assert store.head(report["session_id"]).view_length == report["messages"]
     text = invoke("run", "--root", str(project), "--resume", report["session_id"], "And README.md?").stdout
     assert f"saved in sqlite:///{default}" in text
-    assert f"continue with: harness run --resume {report['session_id']}" in text
+    assert f'continue with: harness run --resume {report["session_id"]} "PROMPT"' in " ".join(text.split())
 
 
 def test_session_dir_is_a_folder_of_session_files(project: Path, tmp_path: Path) -> None:
@@ -233,3 +234,87 @@ def test_a_run_killed_mid_way_resumes_from_its_last_checkpoint(project: Path, tm
     assert not final.messages[-1].tool_calls
     answered = [p.tool_call_id for m in log for p in m.parts if isinstance(p, ToolReturnPart)]
     assert len(answered) == len(set(answered)), "a completed tool ran twice"
+
+
+def test_the_hint_printed_after_ctrl_c_continues_the_session(project: Path, tmp_path: Path) -> None:
+    for i in range(4):
+        (project / f"mod{i}.py").write_text("".join(f"def f{j}():\n    return {j}\n" for j in range(150)))
+    db = tmp_path / "s.db"
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    child = subprocess.Popen(
+        [
+            HARNESS,
+            "run",
+            "--root",
+            str(project),
+            "--store",
+            str(db),
+            "--budget",
+            "3000",
+            "--session",
+            "cc",
+            "Go.",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    revision = 0
+    deadline = time.monotonic() + 60
+    while revision < 4 and time.monotonic() < deadline and child.poll() is None:
+        try:
+            with sqlite3.connect(db, timeout=1) as raw:
+                row = raw.execute("SELECT revision FROM sessions WHERE session_id = 'cc'").fetchone()
+            revision = row[0] if row else 0
+        except sqlite3.Error:
+            pass
+        time.sleep(0.002)
+    child.send_signal(signal.SIGINT)
+    _, stderr = child.communicate(timeout=30)
+    assert child.returncode == 130, stderr
+    (hint,) = [
+        line.split("continue with: ", 1)[1] for line in stderr.splitlines() if "continue with: " in line
+    ]
+    words = shlex.split(hint)
+    assert words[:2] == ["harness", "run"]
+    assert "--store" in words  # the hint repeats the options the session needs
+    with SqliteStore(db) as store:
+        stopped = Session.open(store, "cc")
+    if words[-1] == "PROMPT":  # closed with [INTERRUPTED]: --resume alone says what to do instead
+        assert message_text(stopped.messages[-1]).endswith("[INTERRUPTED]")
+        alone = subprocess.run(
+            [HARNESS, *words[1:-1]], env=env, input="", capture_output=True, text=True, timeout=120
+        )
+        assert alone.returncode == 2
+        assert "was interrupted and closed with [INTERRUPTED]; continue it with a new prompt" in alone.stderr
+        assert "has no interrupted run" not in alone.stderr
+        words[-1] = "Go on."
+    followed = subprocess.run(
+        [HARNESS, *words[1:]], env=env, input="", capture_output=True, text=True, timeout=120
+    )
+    assert followed.returncode == 0, followed.stderr
+    with SqliteStore(db) as store:
+        assert Session.open(store, "cc").revision > stopped.revision
+
+
+def test_resume_runs_on_the_folder_the_session_was_started_on(project: Path, tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    first = invoke(
+        "run", "--root", str(project), "--store", str(db), "--session", "here", "What is in app.py?"
+    )
+    assert first.exit_code == 0, first.output
+    assert f'continue with: harness run --store {db} --resume here "PROMPT"' in " ".join(first.stdout.split())
+    again = invoke("run", "--store", str(db), "--resume", "here", "What is in app.py?")  # no --root
+    assert again.exit_code == 0, again.output
+    assert f"root {project.resolve()}" in " ".join(again.stdout.split())
+    with SqliteStore(db) as store:
+        returns = [
+            part.content
+            for message in Session.open(store, "here").messages
+            for part in message.parts
+            if isinstance(part, ToolReturnPart)
+        ]
+    assert (
+        sum("class App" in str(content) for content in returns) >= 2
+    )  # both turns read the project's app.py

@@ -380,3 +380,16 @@ async def test_the_default_effects_send_the_unit_to_its_model_and_run_the_attemp
     attempt = Attempts(ConnectionError("x"), {"done": True})
     outcome = await InProcessEffects().tool_call(_unit(attempt))
     assert outcome == ToolOutcome("returned", content={"done": True}, attempts=2)
+
+
+def test_the_outgoing_list_starts_unedited_with_a_system_prompt_and_request_scoped_parts() -> None:
+    # Building it is not a wrapper's edit: a request sent with a system prompt through any
+    # wrap_model_request middleware (an installed harness-otel) kept its delta only then.
+    view = [CanonicalMessage.request(UserPromptPart(content="hi"))]
+    out = build_outgoing(view, [SystemPromptPart(content="Be brief.")], [UserPromptPart(content="note")])
+    assert len(out[0].parts) == 3
+    assert out.changed is False
+    assert out.original is None
+    out.append(CanonicalMessage.response(TextPart(content="edited")))
+    assert out.changed is True
+    assert out.before_changes() == out[:1]

@@ -157,8 +157,7 @@ async def run_once(
 ) -> tuple[ReplaySafeStore, RunResult, Deterministic]:
     replay = ReplaySafeStore(store, RUN)
     if snapshot is None:
-        session = Session.create(
-            store=replay,
+        session = replay.new_session(
             session_id=SESSION,
             project_id="proj",
             working_directory="/work",
@@ -399,3 +398,16 @@ def test_a_snapshot_with_a_damaged_view_is_a_store_error(store: SessionStore) ->
     data["view"] = [["one", "two"]]
     with pytest.raises(SessionStoreError, match="journal entry 3"):
         ReplaySafeStore(store, RUN).session_from_snapshot(json.dumps(data), source="journal entry 3")
+
+
+def test_new_session_refuses_a_taken_id_unless_this_run_created_it(store: SessionStore) -> None:
+    seed(store)  # a plain writer's session
+    with pytest.raises(SessionConflictError, match="already exists"):
+        ReplaySafeStore(store, RUN).new_session(session_id=SESSION)
+    first = ReplaySafeStore(store, RUN).new_session(session_id="mine", project_id="proj")
+    first.messages = [_prompt("question")]
+    first.checkpoint()
+    again = ReplaySafeStore(store, RUN).new_session(session_id="mine", project_id="proj")  # a replay
+    assert again.session_id == "mine"
+    with pytest.raises(SessionConflictError):
+        ReplaySafeStore(store, "another-run").new_session(session_id="mine")

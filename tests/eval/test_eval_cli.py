@@ -209,3 +209,57 @@ async def test_summaries_are_counted_with_the_requests_that_carry_them(
     assert cut.requests == figures.requests - 1
     assert (figures.summarizer_calls, cut.summarizer_calls) == (2, 1)  # before requests 3 and 4; 3 only
     assert cut.summarizer_calls == cut.summaries_sent
+
+
+def _table_lines(output: str) -> list[str]:
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("budget "))
+    end = next(i for i, line in enumerate(lines) if "invalid contexts:" in line or line.startswith("  none:"))
+    return lines[start:end]
+
+
+@pytest.mark.parametrize("columns", [None, "100", "120"])
+def test_the_tables_fit_the_width_and_no_cell_wraps(
+    runner: CliRunner, recording: Path, monkeypatch: pytest.MonkeyPatch, columns: str | None
+) -> None:
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)  # a pipe: 80 columns
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    width = int(columns or 80)
+    args = ["eval", str(recording), "--stack", "none", "--stack", "clear+window", "--budget", "8000"]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    table = [line for line in _table_lines(result.output) if not line.startswith("columns left out")]
+    assert max(len(line) for line in table) <= width, "\n".join(table)
+    rows = [line for line in table if line.split()[:1] in (["none"], ["clear+window"])]
+    assert len(rows) == 2  # one line per stack: nothing wrapped onto a second line
+    assert "older cont." in result.output  # the most important figures are kept
+    (note,) = [line for line in result.output.splitlines() if line.startswith("columns left out")]
+    assert note.endswith("(--wide shows them)")
+    assert "summaries (calls/sent)" in note
+
+
+def test_wide_prints_every_column_on_one_line_per_stack(
+    runner: CliRunner, recording: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    result = runner.invoke(cli, ["eval", str(recording), "--stack", "none", "--budget", "8000", "--wide"])
+    assert result.exit_code == 0, result.output
+    table = _table_lines(result.output)
+    header = next(line for line in table if "stack" in line)
+    for name in ("task", "constr.", "older cont.", "unavoidable", "OpenAI cost", "cache busts", "summaries"):
+        assert name in header
+    (row,) = [line for line in table if line.split()[:1] == ["none"]]
+    assert len(row) > 100
+    assert "columns left out" not in result.output
+
+
+def test_plot_labels_of_coinciding_points_are_joined() -> None:
+    from harness.cli.eval_cmd import plot_labels
+
+    same = [(0.5, 100.0, "8k"), (0.5, 100.0, "16k"), (0.5, 100.0, "32k")]
+    assert plot_labels(same) == [(0.5, 100.0, "8k/16k/32k")]
+    apart = [(0.1, 50.0, "8k"), (0.3, 75.0, "16k"), (0.3004, 75.1, "32k")]
+    assert plot_labels(apart) == [(0.1, 50.0, "8k"), (0.3, 75.0, "16k/32k")]
+    assert plot_labels([]) == []

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
+import click
 import pytest
 from hypothesis import given, settings
 
@@ -120,7 +122,7 @@ class StubModel:
 async def test_input_is_not_mutated_and_events_are_returned() -> None:
     messages = conversation()
     before = list(messages)
-    result = await compact(messages, [KeepLast(keep=5, max_messages=10)])
+    result = await compact(messages, [KeepLast(keep=5, max_messages=10)], force=False)
     assert isinstance(result, CompactionResult)
     assert messages == before
     assert all(a is b for a, b in zip(messages, before, strict=True))
@@ -141,12 +143,12 @@ async def test_input_is_not_mutated_and_events_are_returned() -> None:
 
 async def test_trigger_decides_unless_forced() -> None:
     messages = conversation()
-    idle = await compact(messages, [KeepLast(keep=5, max_messages=100)])
+    idle = await compact(messages, [KeepLast(keep=5, max_messages=100)], force=False)
     assert idle.messages == messages
     assert idle.events == ()
     assert not idle.changed
     assert idle.tokens_before == idle.tokens_after
-    forced = await compact(messages, [KeepLast(keep=5, max_messages=100)], force=True)
+    forced = await compact(messages, [KeepLast(keep=5, max_messages=100)])  # forced by default
     assert forced.messages == messages[-5:]
     assert [e.reason for e in forced.events] == ["forced"]
     # a capability with no trigger at all also acts when forced
@@ -265,7 +267,7 @@ def test_compact_sync_outside_a_loop() -> None:
 
 
 async def test_compact_sync_inside_a_running_loop_is_refused() -> None:
-    with pytest.raises(HarnessError, match=r"running event loop; use `await harness\.compact"):
+    with pytest.raises(HarnessError, match=r"running event loop.*use `await harness\.compact"):
         compact_sync(conversation(), [KeepLast(keep=5)])
 
 
@@ -303,3 +305,21 @@ def test_results_and_sessions_repr_without_their_histories() -> None:
     assert len(run.all_messages) == 2_002
     assert "all_messages=<2002 messages>" in repr(run)
     assert len(repr(run)) < 1_500
+
+
+def test_compact_sync_compacts_now_by_default_as_harness_compact_does() -> None:
+    # A fraction trigger needs a context window; the default (forced) needs none.
+    stack = ["clear_tool_results:max_fraction=0.5,keep_pairs=1"]
+    result = compact_sync(conversation(), stack)
+    assert result.changed
+    assert [e.reason for e in result.events] == ["forced"]
+    with pytest.raises(CapabilityError, match="needs the model's context window"):
+        compact_sync(conversation(), stack, force=False)
+    for function in (compact, compact_sync):
+        assert inspect.signature(function).parameters["force"].default is True
+    from harness.cli.compact import compact as command
+
+    (if_needed,) = [p for p in command.params if p.name == "if_needed"]
+    assert isinstance(if_needed, click.Option)
+    assert if_needed.is_flag
+    assert not if_needed.get_default(click.Context(command))  # `harness compact` forces unless --if-needed

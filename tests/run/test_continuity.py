@@ -264,3 +264,21 @@ async def test_without_pins_the_same_capability_may_drop_the_task() -> None:
         isinstance(p, UserPromptPart) and p.content == "the task" for p in result.all_messages[0].parts
     )
     assert isinstance(result.all_messages[-1].parts[0], TextPart)
+
+
+async def test_saved_anchors_are_bounded_so_a_pasted_log_is_not_kept_whole(tmp_path: Path) -> None:
+    """A 256 kB prompt is saved in the session's metadata as its head and tail, not verbatim."""
+    pasted = "Fix the failure in this log:\n" + "".join(
+        f"line {i} of the pasted log\n" for i in range(10_000)
+    )
+    assert len(pasted) > 256_000
+    store = open_store(f"sqlite:///{tmp_path}/sessions.db")
+    session = Session.create(store=store, session_id="pasted")
+    await agent(Reader(6), SlidingWindow(max_messages=6, keep_messages=3)).run(pasted, session=session)
+    saved = Session.open(store, "pasted").metadata[ANCHORS_KEY]
+    assert saved[0][0] == "task"
+    assert saved[0][1].startswith("Fix the failure in this log:\nline 0 of")
+    assert "characters not repeated" in saved[0][1]
+    assert all(len(text) <= 4_064 for _, text in saved)
+    assert store.head("pasted").metadata[ANCHORS_KEY] == saved
+    store.close()

@@ -28,7 +28,7 @@ from harness.errors import UserAbort
 from harness.history import check_invariants
 from harness.hooks import hookimpl
 from harness.models.function import FunctionInfo, FunctionModel
-from harness.run import ABORTED_TOOL_CONTENT, INTERRUPTED_MARKER, Agent
+from harness.run import ABORTED_TOOL_CONTENT, INTERRUPTED_MARKER, INTERRUPTED_UNKNOWN_CONTENT, Agent
 from harness.session import Session
 from harness.tokens import TokenCounter
 from harness.tools import RunContext, RunState, ToolCallStatus
@@ -135,11 +135,16 @@ def check_saved_after_interrupt(session: Session, scenario: Scenario) -> None:
     # every tool that returned has its real result stored
     for key, value in scenario.returned.items():
         assert returns[key].content == value
-    # every cancelled call is answered with the synthetic abort return
+    # every cancelled call is answered as it happened: "aborted" when it never began,
+    # "outcome unknown" when the tool had begun (it may have taken effect)
     for record in registry:
         if record.status is ToolCallStatus.CANCELLED:
-            assert returns[record.tool_call_id].content == ABORTED_TOOL_CONTENT
-            assert harness_mark(returns[record.tool_call_id]) == {"aborted": True}
+            answer = returns[record.tool_call_id]
+            if record.attempts == 0:
+                assert (answer.content, harness_mark(answer)) == (ABORTED_TOOL_CONTENT, {"aborted": True})
+            else:
+                assert answer.content == INTERRUPTED_UNKNOWN_CONTENT
+                assert harness_mark(answer) == {"outcome_unknown": True}
         else:
             assert record.status is ToolCallStatus.COMPLETED
     prompts = [p.text for m in messages for p in m.parts if isinstance(p, UserPromptPart)]
@@ -243,7 +248,8 @@ async def test_abort_called_from_inside_a_tool() -> None:
     with pytest.raises(UserAbort):
         await agent.run("go", session=session)
     returns = [p for m in session.messages for p in m.parts if isinstance(p, ToolReturnPart)]
-    assert [p.content for p in returns] == [ABORTED_TOOL_CONTENT]
+    # the tool ran (it asked for the abort): whether it took effect is unknown, never "aborted"
+    assert [p.content for p in returns] == [INTERRUPTED_UNKNOWN_CONTENT]
     assert check_invariants(session.messages) == []
 
 

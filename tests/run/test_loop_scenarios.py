@@ -40,7 +40,7 @@ from harness.errors import (
 from harness.history import check_invariants
 from harness.hooks import hookimpl
 from harness.models.function import FunctionInfo, FunctionModel
-from harness.run import EMPTY_RESPONSE_NUDGE, Agent, build_outgoing
+from harness.run import EMPTY_RESPONSE_NUDGE, INTERRUPTED_UNKNOWN_CONTENT, Agent, build_outgoing
 from harness.session import Session
 from harness.testing.strategies import histories
 from harness.tools import RunContext, ToolCallStatus
@@ -681,7 +681,7 @@ async def test_request_timeout_raises_and_keeps_completed_work(tmp_path: Path) -
         await agent.run("go", session=session)
     assert isinstance(info.value, TimeoutError)
     answers = {p.tool_call_id: p.content for p in parts_of(session.messages, ToolReturnPart)}
-    assert answers == {"fast": "echo:x", "slow": "Tool execution aborted"}
+    assert answers == {"fast": "echo:x", "slow": INTERRUPTED_UNKNOWN_CONTENT}  # it had begun
     assert content(session.messages[-1].parts[-1]) == "[INTERRUPTED]"
     clean(session.messages)
     assert info.value.state.tool_registry.get("slow").status is ToolCallStatus.CANCELLED

@@ -4,9 +4,12 @@
 opens the store, prints ``ready``, waits for ``<start file>`` to exist (so both
 processes start together), then runs ``<turns>`` turns: each opens the session afresh
 and runs a real ``Agent`` on it (``FunctionModel``: a ``lookup`` call, then an answer),
-the loop checkpointing every step. A run whose checkpoint meets another writer's newer
-revision fails with :class:`~harness.errors.SessionConflictError`; the turn is then run
-again on the reloaded session.
+the loop checkpointing every step. A run that starts while the other process's run holds
+the session's lease fails at once with :class:`~harness.errors.SessionLeaseError` (reported
+as ``{"lease": holder}``); one whose checkpoint meets another writer's newer revision (it
+opened the session before the other run's last commit) fails with
+:class:`~harness.errors.SessionConflictError`. Either way the turn is run again on the
+reloaded session.
 
 Every commit attempt is reported as a JSON line in ``<report>``, through a store wrapper
 that calls the real store: ``{"revision", "base", "appended": [[seq, body], ...]}`` for
@@ -29,7 +32,7 @@ from typing import IO, Any
 
 from harness.config.store import open_store
 from harness.core.messages import CanonicalMessage, TextPart, ToolCallPart, Usage, UserPromptPart
-from harness.errors import SessionConflictError
+from harness.errors import SessionConflictError, SessionLeaseError
 from harness.models.function import FunctionInfo, FunctionModel
 from harness.run import Agent
 from harness.session import (
@@ -117,6 +120,10 @@ def main(argv: Sequence[str]) -> None:
             session = Session.open(store, session_id)
             try:
                 asyncio.run(agent.run(f"{name} turn {done}", session=session))
+            except SessionLeaseError as exc:  # the other process's run holds the session: wait
+                report.write(json.dumps({"lease": exc.holder}) + "\n")
+                time.sleep(random.uniform(0, 0.005 * min(attempts, 20)))
+                continue
             except SessionConflictError:
                 # Back off with jitter, as a real client would: without it, under load the
                 # faster process can win every race and starve this one (a livelock, not a bug

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.core.messages import CanonicalMessage, TextPart, ToolReturnPart, UserPromptPart
-from harness.errors import SessionConflictError, SessionNotFoundError, SessionStoreError
+from harness.errors import SessionConflictError, SessionIdError, SessionNotFoundError, SessionStoreError
 from harness.session import SESSION_KEYS, LedgerEntry, Session, list_sessions
 from harness.stores import open_store, store_url
 from harness.stores.filelog import STATE_FORMAT
@@ -238,8 +238,11 @@ def test_a_corrupt_plain_file_is_reported_and_kept(folder: Path) -> None:
 def test_ids_that_are_not_file_names_are_refused(folder: Path) -> None:
     store = JsonFileStore(folder)
     for bad in ("../escape", "a/b", ".hidden", ""):
-        with pytest.raises(SessionStoreError, match="file name"):
-            new_session(store, sample_messages(), session_id=bad).checkpoint()
+        with pytest.raises(SessionIdError):  # Session.create refuses it first
+            new_session(store, sample_messages(), session_id=bad)
+        unchecked = Session(store=store, messages=sample_messages(), session_id=bad, project_id="p")
+        with pytest.raises(SessionStoreError, match="file name"):  # the store refuses it too
+            unchecked.checkpoint()
         with pytest.raises(SessionNotFoundError):
             store.load(bad)
     with pytest.raises(SessionStoreError, match="file name"):
@@ -375,4 +378,24 @@ def test_search_is_a_scan_with_prefixes(folder: Path) -> None:
     assert store.search("*") == []
     assert store.search("zebra", session_id="other") == []
     assert session.session_id in {h.session_id for h in store.search("ZEBRA")}
+    store.close()
+
+
+def test_the_cache_holds_a_few_sessions_however_many_were_touched(folder: Path) -> None:
+    """200 sessions written and read through one handle leave at most CACHED_SESSIONS in memory."""
+    from harness.stores.jsonfile import CACHED_SESSIONS
+
+    store = JsonFileStore(folder)
+    for index in range(200):
+        session = new_session(store, sample_messages()[:2], session_id=f"s{index}")
+        session.checkpoint()
+        assert Session.open(store, f"s{index}").messages == session.messages
+        assert len(store.cached_session_ids) <= CACHED_SESSIONS
+    assert store.cached_session_ids == tuple(f"s{i}" for i in range(200 - CACHED_SESSIONS, 200))
+    assert len(store.search("zebra", limit=1000)) == 400  # a scan of all 200 keeps the bound too
+    assert len(store.cached_session_ids) <= CACHED_SESSIONS
+    Session.open(store, "s0").messages.append(CanonicalMessage.request(UserPromptPart(content="again")))
+    reopened = Session.open(store, "s0")  # evicted long ago: read again from the files, then cached
+    assert len(reopened.messages) == 2
+    assert store.cached_session_ids[-1] == "s0"
     store.close()

@@ -59,7 +59,7 @@ def test_wal_mode_and_schema_version(db: Path) -> None:
     make_one(db)
     with raw(db) as connection:
         assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 1
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
         tables = {r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert {"sessions", "log", "view", "edits", "thoughts", "ledger", "log_text"} <= tables
 
@@ -136,7 +136,7 @@ def test_a_foreign_database_is_refused_unchanged(db: Path) -> None:
     ("table", "column", "value"),
     [
         ("sessions", "usage", "{not json"),
-        ("sessions", "metadata", "[1, 2]"),
+        ("session_metadata", "metadata", "[1, 2]"),
         ("sessions", "created_at", "yesterday"),
         ("sessions", "revision", "'three'"),
         ("ledger", "status", "exploded"),

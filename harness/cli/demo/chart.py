@@ -67,7 +67,7 @@ def _buckets(comparison: Comparison, max_rows: int) -> list[tuple[str, int, int,
                 label,
                 max(r.tokens_with for r in group),
                 max(r.tokens_without for r in group),
-                any(r.events for r in group),
+                any(r.compacted for r in group),
             )
         )
     return out
@@ -145,7 +145,7 @@ def write_png(comparison: Comparison, path: Path, *, title: str = "Tokens sent p
         axes.plot(
             requests, [r.tokens_with for r in comparison.requests], color="#27ae60", label="with the stack"
         )
-        compacted = [r for r in comparison.requests if r.events]
+        compacted = [r for r in comparison.requests if r.compacted]
         if compacted:
             axes.scatter(
                 [r.index for r in compacted],
@@ -200,7 +200,7 @@ def comparison_table(comparison: Comparison) -> Table:
             f"{row.tokens_without:,}",
             f"[red]{row.tokens_with:,}[/red]" if over else f"{row.tokens_with:,}",
             f"{row.saved:,}",
-            str(row.edits) if row.events else "-",
+            str(row.edits) if row.compacted else "-",
         )
     table.add_section()
     table.add_row(
@@ -230,7 +230,7 @@ def summary_line(comparison: Comparison) -> str:
     within = (
         f"; every request within the {budget:,}-token budget"
         if budget is not None and not comparison.over_budget
-        else f"; requests over the {budget:,}-token budget: {_ranges(comparison.over_budget)}"
+        else f"; over the {budget:,}-token budget: {_numbered(comparison.over_budget)}"
         if budget is not None
         else ""
     )
@@ -247,6 +247,13 @@ def summary_line(comparison: Comparison) -> str:
             f"stack can fit it; give a budget of at least {first:,}"
         )
     return line
+
+
+def _numbered(numbers: tuple[int, ...]) -> str:
+    """``request 2``, ``requests 1, 3-5, 9 (5 requests)``: which requests, never read as a count."""
+    if len(numbers) == 1:
+        return f"request {numbers[0]}"
+    return f"requests {_ranges(numbers)} ({len(numbers)} requests)"
 
 
 def _ranges(numbers: tuple[int, ...]) -> str:

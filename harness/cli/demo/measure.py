@@ -19,7 +19,7 @@ from __future__ import annotations
 __all__ = ["Comparison", "ComparedRequest", "RequestMeasure", "RequestMeter", "compare", "describe_event"]
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
@@ -35,8 +35,15 @@ def describe_event(event: CompactionEvent) -> str:
     """One line for a compaction event: strategy, messages and tokens before and after.
 
     A roll-up (see :func:`~harness.cli._json.is_rollup`) says so: its figures sum up the
-    edits reported before it.
+    edits reported before it. A roll-up that changed nothing (its tiers found nothing to
+    edit, so no edit is listed above it) says that instead.
     """
+    if is_rollup(event) and _unchanged(event):
+        tried = _tiers_run(event)
+        return (
+            f"{event.strategy}: no tier changed the history ({event.messages_before} messages, "
+            f"{event.tokens_before:,} tokens{f'; tried {tried}' if tried else ''})"
+        )
     name = f"{event.strategy} (roll-up of the edits above)" if is_rollup(event) else event.strategy
     text = (
         f"{name}: {event.messages_before}→{event.messages_after} messages, "
@@ -47,6 +54,22 @@ def describe_event(event: CompactionEvent) -> str:
     if cleared or removed:
         text += f" (cleared {cleared}, removed {removed} tool calls)"
     return text
+
+
+def _unchanged(event: CompactionEvent) -> bool:
+    return (
+        event.messages_before == event.messages_after
+        and event.tokens_before == event.tokens_after
+        and not event.cleared_tool_call_ids
+        and not event.removed_tool_call_ids
+    )
+
+
+def _tiers_run(event: CompactionEvent) -> str:
+    tiers: object = event.details.get("tiers_run")
+    if not isinstance(tiers, list | tuple):
+        return ""
+    return ", ".join(str(tier) for tier in cast("Sequence[object]", tiers))
 
 
 @attrs.frozen
@@ -149,6 +172,11 @@ class ComparedRequest:
         """Tokens the stack saved on this request (negative when it added some)."""
         return self.tokens_without - self.tokens_with
 
+    @property
+    def compacted(self) -> bool:
+        """Whether an event before this request changed the history (a no-op roll-up did not)."""
+        return any(not (is_rollup(event) and _unchanged(event)) for event in self.events)
+
 
 @attrs.frozen
 class Comparison:
@@ -237,7 +265,7 @@ class Comparison:
             "total_tokens_without": self.total_without,
             "total_tokens_with": self.total_with,
             "saved_tokens": self.saved,
-            "saved_fraction": round(self.saved_fraction, 4),
+            "saved_fraction": round(self.saved_fraction, 4) + 0.0,  # + 0.0: never -0.0
             "peak_tokens_without": self.peak_without,
             "peak_tokens_with": self.peak_with,
             "edit_count": self.edit_count,

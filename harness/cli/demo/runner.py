@@ -40,6 +40,7 @@ from harness.cli.demo.measure import Comparison, RequestMeasure, RequestMeter, c
 from harness.cli.sessions.files import session_file
 from harness.core.messages import CanonicalMessage
 from harness.history import check_invariants
+from harness.hooks.defaults import default_plugin_manager
 from harness.hooks.manager import PluginManager
 from harness.replay.offline import recorded_system_prompt, use_structural_digest
 from harness.session import Session
@@ -66,8 +67,9 @@ def load_coding_agent() -> ModuleType:
     except ImportError as exc:
         raise CodingAgentMissingError(
             f"this command runs the example agent ({CODING_AGENT_DISTRIBUTION}), which is not "
-            "installed: pip install 'harness-loop[demo]' (the agent and the capability plugins of "
-            "its stack; in a checkout: uv sync --all-packages)"
+            "installed: from a clone of harness, pip install ./examples/coding-agent ./plugins/harness-* "
+            "(the agent and the capability plugins of its stack; harness-loop is not on PyPI yet; "
+            "in a checkout: uv sync --all-packages)"
         ) from exc
 
 
@@ -82,7 +84,7 @@ def default_root() -> Path:
 
 
 def _manager(meter: RequestMeter) -> PluginManager:
-    manager = PluginManager()
+    manager = default_plugin_manager()  # installed observers (harness-otel) see the demo's runs too
     manager.register(meter, name="request_meter")
     return manager
 
@@ -231,12 +233,15 @@ class ReplayReport:
         recorded_responses: Responses in the recording (the requests a full replay makes).
         invariants_clean: The history replayed with the stack breaks no invariant.
         events: Compaction events of the run with the stack.
+        stopped: Where the recording stops mid-turn (:func:`~harness.replay.model.recording_end`),
+            or ``None`` when it ends with an answer.
     """
 
     comparison: Comparison
     recorded_responses: int
     invariants_clean: bool
     events: tuple[CompactionEvent, ...]
+    stopped: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -249,6 +254,7 @@ class ReplayReport:
             **self.comparison.as_json(),
             "recorded_responses": self.recorded_responses,
             "invariants_clean": self.invariants_clean,
+            "stopped": self.stopped,
             "ok": self.ok,
         }
 
@@ -276,7 +282,7 @@ async def run_replay(
     Raises:
         ReplayExhausted: The loop asked for more responses than the recording holds.
     """
-    from harness.replay.model import ReplayModel, replay_history
+    from harness.replay.model import ReplayModel, recording_end, replay_history
 
     use_structural_digest(capabilities)
     model_name = ReplayModel(history).model_name
@@ -309,4 +315,5 @@ async def run_replay(
         recorded_responses=len(ReplayModel(history).responses),
         invariants_clean=not check_invariants(sessions["with"].messages),
         events=tuple(stacked.events),
+        stopped=recording_end(history),
     )

@@ -12,8 +12,15 @@ from rich.table import Table
 from harness.cli._app import cli, console, error_console, escaped
 from harness.cli._json import echo_json
 from harness.cli.sessions.files import session_file, store_problems
-from harness.cli.sessions.options import legacy_session_files, opened_store, store_options, store_url_for
-from harness.cli.sessions.render import head_json, plural, when
+from harness.cli.sessions.options import (
+    default_store_missing,
+    legacy_session_files,
+    opened_store,
+    store_options,
+    store_url_for,
+)
+from harness.cli.sessions.render import first_prompt, head_json, plural, when
+from harness.session import SessionHead
 
 
 def wants_json(ctx: click.Context, as_json: bool) -> bool:
@@ -66,16 +73,22 @@ def list_command(
 ) -> None:
     """List the sessions of the store, most recently modified first.
 
-    Each row: the id, when it was last written, the messages the model sees next (the
-    view), the raw log's length, the revision, the model, and the session it was forked
-    from. A folder store also lists the files it cannot read.
+    Each row: the id, the task's first prompt (clipped), when it was last written, the
+    messages the model sees next (the view), the raw log's length, the revision, the model,
+    and the session it was forked from. A folder store also lists the files it cannot read.
+
+    The store is opened read-only: a store given with --store that does not exist is an
+    error, and nothing is created (the default store not created yet lists no sessions).
     """
     url = store_url_for(ctx)
-    with opened_store(url) as opened:
-        heads = opened.list_sessions()
-        rows = [(head, session_file(opened, head.session_id)) for head in heads]
-        problems = store_problems(opened)
-        shown_url = opened.url
+    rows: list[tuple[SessionHead, Path | None]] = []
+    problems: list[tuple[Path, str]] = []
+    shown_url = url
+    if not default_store_missing(url):  # a new user's first command: nothing stored yet, nothing created
+        with opened_store(url, read_only=True) as opened:
+            rows = [(head, session_file(opened, head.session_id)) for head in opened.list_sessions()]
+            problems = store_problems(opened)
+            shown_url = opened.url
     legacy = legacy_session_files(url)
     if wants_json(ctx, as_json):
         echo_json(
@@ -92,10 +105,20 @@ def list_command(
         if not rows:
             out.print(f"[dim]no sessions in {escaped(shown_url)}[/dim]")
         else:
-            table = Table("session", "last modified", "messages", "log", "revision", "model", "forked from")
+            table = Table(
+                "session",
+                "first prompt",
+                "last modified",
+                "messages",
+                "log",
+                "revision",
+                "model",
+                "forked from",
+            )
             for head, _ in rows:
                 table.add_row(
                     escaped(head.session_id),
+                    escaped(first_prompt(head) or "-"),
                     when(head.last_modified),
                     str(head.view_length),
                     f"{head.log_length}{' (pruned)' if head.log_pruned else ''}",

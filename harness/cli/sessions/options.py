@@ -18,6 +18,7 @@ from __future__ import annotations
 __all__ = [
     "SESSION_NAME",
     "check_session_name",
+    "default_store_missing",
     "legacy_session_files",
     "opened_store",
     "store_options",
@@ -25,7 +26,6 @@ __all__ = [
     "with_note",
 ]
 
-import re
 from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,14 +35,15 @@ import click
 from click.core import ParameterSource
 
 from harness.cli._app import HarnessCliError
-from harness.errors import HarnessError
+from harness.errors import HarnessError, SessionIdError
+from harness.session.ids import SESSION_ID_PATTERN, check_session_id
 from harness.session.store import SessionStore
 from harness.stores import default_store_url, store_url
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
-SESSION_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-"""A session id a command accepts for a new session: safe as a file name in every store."""
+SESSION_NAME: Final = SESSION_ID_PATTERN
+"""A session id a command accepts for a new session (:data:`harness.session.ids.SESSION_ID_PATTERN`)."""
 
 STORE_HELP: Final = (
     "Session store: sqlite:///PATH.db, file:///DIR (JSON files), postgresql://USER@HOST/DB "
@@ -84,8 +85,12 @@ def store_options(*, dir_alias: bool = False) -> Callable[[_F], _F]:
 def store_url_for(ctx: click.Context) -> str:
     """The store URL the options of ``ctx`` and its parent commands choose (see the module docstring).
 
+    An empty ``--store ""`` is refused (it would silently mean the default store); an
+    empty ``$HARNESS_STORE`` counts as unset.
+
     Raises:
         click.UsageError: ``--store`` and ``--session-dir`` were both given.
+        click.BadParameter: ``--store`` is empty.
     """
     command_line: dict[str, Any] = {}
     environment: dict[str, Any] = {}
@@ -93,9 +98,15 @@ def store_url_for(ctx: click.Context) -> str:
     while current is not None:
         for name in ("store", "session_dir"):
             value = current.params.get(name)
+            source = current.get_parameter_source(name)
+            if name == "store" and isinstance(value, str) and not value.strip():
+                if source is ParameterSource.COMMANDLINE:
+                    raise click.BadParameter(
+                        "the store URL is empty; give a URL or a path", param_hint="--store"
+                    )
+                continue  # an empty $HARNESS_STORE means unset
             if value is None or value == "":
                 continue
-            source = current.get_parameter_source(name)
             if source is ParameterSource.COMMANDLINE:
                 command_line.setdefault(name, value)
             elif source is ParameterSource.ENVIRONMENT:
@@ -114,34 +125,49 @@ def store_url_for(ctx: click.Context) -> str:
 
 
 @contextmanager
-def opened_store(url: str) -> Generator[SessionStore]:
+def opened_store(url: str, *, read_only: bool = False) -> Generator[SessionStore]:
     """Open ``url`` with the installed plugins and close it when the block ends.
+
+    Args:
+        url: The store URL.
+        read_only: For a command that only reads (``list``, ``show``, ``search``, the
+            source of ``export``): the store must exist, and nothing is created in it.
 
     Raises:
         StoreResolutionError: No store understands the URL.
-        SessionStoreError: The store is corrupt, of a newer schema, or unreachable.
+        SessionStoreError: The store is corrupt, of a newer schema, or unreachable; with
+            ``read_only``, also missing.
     """
     from harness.config.store import open_store
 
-    store = open_store(url)
+    store = open_store(url, read_only=read_only)
     try:
         yield store
     finally:
         store.close()
 
 
+def default_store_missing(url: str) -> bool:
+    """Whether ``url`` is the XDG default store (no ``$HARNESS_STORE``) and no run created it yet."""
+    import os
+
+    from harness.stores import store_path
+
+    if url != default_store_url() or os.environ.get("HARNESS_STORE", "").strip():
+        return False
+    return url.startswith("sqlite:") and not store_path(url).exists()
+
+
 def check_session_name(value: str, param_hint: str) -> str:
-    """``value`` when it is a valid new session id.
+    """``value`` when it is a valid new session id (the rule of :mod:`harness.session.ids`).
 
     Raises:
         click.BadParameter: It is not 1-64 letters, digits, ``.``, ``_`` or ``-``.
     """
-    if not SESSION_NAME.fullmatch(value):
-        raise click.BadParameter(
-            f"{value!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
-            param_hint=param_hint,
-        )
-    return value
+    try:
+        return check_session_id(value)
+    except SessionIdError as exc:
+        raise click.BadParameter(str(exc), param_hint=param_hint) from None
 
 
 def with_note(error: HarnessError, note: str) -> HarnessCliError:

@@ -11,8 +11,10 @@
 from __future__ import annotations
 
 __all__ = [
+    "FIRST_PROMPT_WIDTH",
     "LogMark",
     "decode_bodies",
+    "first_prompt",
     "head_json",
     "log_marks",
     "message_lines",
@@ -70,7 +72,19 @@ def head_json(head: SessionHead, *, path: str | None = None) -> dict[str, Any]:
         "project_id": head.project_id,
         "working_directory": head.working_directory,
         "path": path,
+        "original_query": head.original_query,
     }
+
+
+FIRST_PROMPT_WIDTH = 48
+"""How many characters of a session's first prompt ``sessions list`` shows."""
+
+
+def first_prompt(head: SessionHead, width: int = FIRST_PROMPT_WIDTH) -> str | None:
+    """The task's first prompt on one line, clipped to ``width`` characters (``None`` when unknown)."""
+    if not head.original_query:
+        return None
+    return _clip(head.original_query, width)
 
 
 def _clip(text: str, width: int | None) -> str:

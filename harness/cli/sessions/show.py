@@ -115,7 +115,7 @@ def show(
     "replaced by clear_tool_results at revision 42".
     """
     width = None if full else 160
-    with opened_store(store_url_for(ctx)) as opened:
+    with opened_store(store_url_for(ctx), read_only=True) as opened:
         stored = opened.load(session_id)
         path = session_file(opened, session_id)
         if transcript:
@@ -245,7 +245,7 @@ def search(
     SQLite uses its full-text index (every word must appear; a trailing * matches a
     prefix), PostgreSQL its full-text search, a folder store a plain scan.
     """
-    with opened_store(store_url_for(ctx)) as opened:
+    with opened_store(store_url_for(ctx), read_only=True) as opened:
         if session_id is not None:
             opened.head(session_id)  # a missing session is an error, not "no hits"
         hits = opened.search(query, session_id=session_id, limit=limit)

@@ -212,7 +212,7 @@ def export(
             raise click.UsageError("--as names the copy of one session; give one ID")
     kind, where = parse_target(destination)
     with ExitStack() as stack:
-        source = stack.enter_context(opened_store(store_url_for(ctx)))
+        source = stack.enter_context(opened_store(store_url_for(ctx), read_only=True))
         if kind == "file":
             if len(ids) != 1:
                 raise click.UsageError(

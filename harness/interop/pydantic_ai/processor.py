@@ -255,7 +255,7 @@ class HarnessHistoryProcessor:
             max_iterations=limits.max_iterations,
             state=self._state(run_id),
         )
-        result = await compact(canonical, None, context=context, plugin_manager=self._manager)
+        result = await compact(canonical, None, context=context, force=False, plugin_manager=self._manager)
         _charge(run_context, limits.usage, result.usage)
         edited = len(result.messages) != len(canonical) or not all(
             map(operator.is_, result.messages, canonical)

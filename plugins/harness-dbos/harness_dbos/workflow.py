@@ -84,8 +84,9 @@ def configured_stores() -> StoreDirectory:
 
 
 def _new_session(safe: ReplaySafeStore, spec: RunSpec) -> Session:
-    return Session.create(
-        store=safe,
+    # Not Session.create, which refuses a taken id: a recovered run finds the session its
+    # crashed execution created, which the replay-safe store recognises.
+    return safe.new_session(
         session_id=spec.session_id,
         created_at=spec.started_at,
         last_modified=spec.started_at,

@@ -17,6 +17,7 @@ from harness_model_fallback import (
     strip_settings,
 )
 
+from harness import Agent
 from harness.core import ModelSettings
 from harness.errors import (
     ModelAuthenticationError,
@@ -153,3 +154,13 @@ def test_the_entry_point_loads_the_plugin() -> None:
 def test_the_package_exports_what_it_documents() -> None:
     for name in harness_model_fallback.__all__:
         assert getattr(harness_model_fallback, name) is not None
+
+
+@pytest.mark.parametrize("stack", ["model_fallback:models=test:spare", "model_fallback:models=test:spare|"])
+def test_one_fallback_model_in_a_stack_string_is_a_one_item_list(stack: str) -> None:
+    # a single value for a list parameter is its one-item list, as for exclude_tools=bash
+    agent = Agent(TestModel(), capabilities=[stack])
+    (fallback,) = [c for c in agent.plugin_manager.capabilities if isinstance(c, ModelFallback)]
+    (model,) = fallback.models
+    assert isinstance(model, TestModel)
+    assert model.model_name == "spare"

@@ -4,11 +4,12 @@ Installing the distribution registers :data:`plugin` (an :class:`OTelPlugin` sen
 to the global tracer provider) wherever harness loads entry-point plugins; register an
 :class:`OTelPlugin` yourself to choose the tracer provider or turn content capture on.
 
-Experimental: importing this package emits :class:`harness.HarnessExperimentalWarning`
-once per process.
+Experimental: the first run whose spans are recorded (an SDK tracer provider is configured)
+emits :class:`harness.HarnessExperimentalWarning` once per process, at the user's line;
+installed but unused (no SDK), it says nothing.
 """
 
-from harness import warn_experimental
+from harness import declare_experimental
 from harness_otel import attributes
 from harness_otel._plugin import (
     CAPTURE_CONTENT_ENV,
@@ -19,10 +20,13 @@ from harness_otel._plugin import (
     compaction_attributes,
 )
 
-warn_experimental("harness_otel")
+declare_experimental("harness_otel")
 
 plugin = OTelPlugin()
-"""The instance the ``otel`` entry point registers: the global tracer provider, content capture by env var."""
+"""The instance the ``plugin.otel`` entry point registers in every default plugin manager.
+
+It uses the global tracer provider and follows the content-capture variable.
+"""
 
 __all__ = [
     "CAPTURE_CONTENT_ENV",

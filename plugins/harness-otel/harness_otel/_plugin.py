@@ -52,7 +52,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
-from harness import hookimpl
+from harness import hookimpl, warn_experimental
 from harness.capabilities import CompactionEvent, ModelCall, RequestContext, ToolCall
 from harness.core import CanonicalMessage, Model, ToolOutcome
 from harness.run import RunOutcome
@@ -265,10 +265,21 @@ def _record_arguments(span: Span, call: ToolCall) -> None:
     span.set_attribute(attr.TOOL_CALL_ARGUMENTS, args if isinstance(args, str) else content_json(args))
 
 
+_used: list[bool] = []
+
+
+def _warn_used() -> None:
+    """The experimental warning, once per process, when spans are first recorded (at the user's line)."""
+    if not _used:
+        _used.append(True)
+        warn_experimental("harness_otel", skip=0)
+
+
 class OTelPlugin:
     """Emit OpenTelemetry spans for runs, model requests, tool calls and compactions.
 
-    Installing ``harness-otel`` registers one instance (the entry point ``otel``) wherever
+    Installing ``harness-otel`` registers one instance (the entry point ``plugin.otel``) in
+    every default plugin manager (``Agent()``, ``harness.open_store()``, the CLI) and wherever
     entry points are loaded; it sends spans to the global tracer provider, a no-op until
     the application installs the SDK. Register one yourself to choose the provider or the
     content capture: ``agent.plugin_manager.register(OTelPlugin(tracer_provider=provider))``.
@@ -368,6 +379,8 @@ class OTelPlugin:
             attributes[attr.AGENT_NAME] = self.agent_name
             name = f"{name} {self.agent_name}"
         span = self._tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attributes)
+        if span.is_recording():
+            _warn_used()
         traces = self._traces(ctx.state)
         traces[self] = _RunTrace(span, capture, conversation, span.is_recording())
         if capture and ctx.prompt is not None and span.is_recording():

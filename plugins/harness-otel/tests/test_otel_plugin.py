@@ -74,6 +74,73 @@ def test_installing_it_traces_runs_to_the_global_provider(tmp_path: Path) -> Non
     assert done.stdout.splitlines() == ["otel", "chat test", "execute_tool ping", "chat test", "invoke_agent"]
 
 
+PLAIN_AGENT = '''
+import warnings
+warnings.simplefilter("always")
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from harness import Agent
+from harness.models.test import TestModel
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+
+
+def ping() -> str:
+    """Ping."""
+    return "pong"
+
+
+agent = Agent(TestModel(), tools=[ping])  # no plugin manager, no load_entrypoint_plugins()
+agent.run_sync("hi")  # the user's line
+print([span.name for span in exporter.get_finished_spans()])
+'''
+
+
+def test_installing_it_turns_it_on_for_a_plain_agent(tmp_path: Path) -> None:
+    script = tmp_path / "plain.py"
+    script.write_text(PLAIN_AGENT)
+    env = {"PATH": "/usr/bin:/bin"}  # no HARNESS_LOAD_PLUGINS: every installed plugin
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['chat test', 'execute_tool ping', 'chat test', 'invoke_agent']"
+    line = next(i for i, text in enumerate(PLAIN_AGENT.splitlines(), 1) if "the user's line" in text)
+    warned = [text for text in done.stderr.splitlines() if "Warning" in text]
+    assert len(warned) == 1, done.stderr  # once, when spans were first recorded, at the user's line
+    assert warned[0].startswith(f"{script}:{line}: HarnessExperimentalWarning: harness_otel is experimental")
+
+
+def test_installed_without_an_sdk_it_says_nothing(tmp_path: Path) -> None:
+    script = tmp_path / "quiet.py"
+    script.write_text(
+        "import warnings\nwarnings.simplefilter('error')\nimport harness, harness_otel\n"
+        "from harness.models.test import TestModel\n"
+        "agent = harness.Agent(TestModel())\n"
+        "assert agent.plugin_manager.pluggy_manager.get_plugin('otel') is harness_otel.plugin\n"
+        "print(agent.run_sync('hi').output, harness.is_experimental('harness_otel'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env={}, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["done", "True"]
+
+
+def test_registering_one_on_a_default_manager_replaces_the_installed_one() -> None:
+    agent = Agent(TestModel())
+    assert agent.plugin_manager.pluggy_manager.get_plugin("otel") is harness_otel.plugin
+    mine = OTelPlugin(capture_content=True)
+    assert agent.plugin_manager.register(mine) == "otel"
+    assert agent.plugin_manager.pluggy_manager.get_plugin("otel") is mine
+    assert not agent.plugin_manager.pluggy_manager.is_registered(harness_otel.plugin)
+
+
 async def test_without_an_sdk_the_spans_cost_nothing_and_break_nothing() -> None:
     agent = Agent(TestModel(), tools=[])
     agent.plugin_manager.register(OTelPlugin(tracer_provider=NoOpTracerProvider()))

@@ -1,31 +1,29 @@
-"""A search string as PostgreSQL text-search input: web-search syntax plus ``word*`` prefixes.
+"""A parsed search query as a PostgreSQL ``tsquery`` (the grammar: :mod:`harness.session.query`).
 
-The query goes to ``websearch_to_tsquery`` (every word must appear; ``"a phrase"``,
-``or`` and ``-word`` work as on a search engine), except the words that end in ``*``,
-which become prefix matches (``'word':*``) joined to it with ``&``. Punctuation is never
-an error: a query of nothing searchable matches nothing.
+The store indexes :func:`harness.session.query.index_text` of each message (its words
+joined by spaces), so PostgreSQL's parser cuts exactly the words the grammar names. A
+word is a quoted lexeme, a phrase joins its words with ``<->``, a prefix is ``:*``,
+OR-ed terms are parenthesised with ``|``, groups are joined with ``&`` and each
+exclusion is ``& !(...)``. Words are letters and digits only, so no query text is ever
+``tsquery`` syntax.
 """
 
 from __future__ import annotations
 
-__all__ = ["split_query"]
+__all__ = ["tsquery"]
 
-import re
-
-_PREFIX = re.compile(r"(\w+)\*+")
-_WORDLIKE = re.compile(r"\w")
+from harness.session.query import SearchQuery, SearchTerm
 
 
-def split_query(query: str) -> tuple[str, str] | None:
-    """``(web-search text, prefix tsquery)`` for ``query``, or ``None`` when it has no word at all."""
-    plain: list[str] = []
-    prefixes: list[str] = []
-    for token in query.split():
-        match = _PREFIX.fullmatch(token)
-        if match:
-            prefixes.append("'" + match.group(1).replace("\\", "\\\\").replace("'", "''") + "':*")
-        else:
-            plain.append(token)
-    if not prefixes and not _WORDLIKE.search(" ".join(plain)):
-        return None
-    return " ".join(plain), " & ".join(prefixes)
+def _term(term: SearchTerm) -> str:
+    lexemes = [f"'{w}'" for w in term.words]
+    if term.prefix:
+        lexemes[-1] += ":*"
+    return "(" + " <-> ".join(lexemes) + ")"
+
+
+def tsquery(query: SearchQuery) -> str:
+    """The ``to_tsquery`` text of a non-empty ``query``."""
+    parts = ["(" + " | ".join(_term(t) for t in group) + ")" for group in query.groups]
+    parts.extend("!" + _term(t) for t in query.excluded)
+    return " & ".join(parts)

@@ -10,7 +10,9 @@ Tables (all in the store's schema, so several stores share a database):
   GIN index on it;
 * ``view``: one row per position of what the model sees next, a log ``seq`` or an
   overlay ``body``;
-* ``edits``, ``thoughts``, ``ledger``.
+* ``edits``, ``thoughts``, ``ledger``;
+* ``leases``: the run lease of a session (:mod:`harness.session.lease`), no foreign key (a
+  run takes it before its first checkpoint creates the session).
 
 Every child table references ``sessions`` with ``ON DELETE CASCADE``, so deleting a head
 deletes the session whole. Statements are composed once per store, with the schema quoted
@@ -26,7 +28,7 @@ from psycopg import sql
 
 from harness.stores.rows import HEAD_COLUMNS as ROW_HEAD_COLUMNS
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The schema version this release writes; an older schema is migrated when a store opens it."""
 
 TEXT_SEARCH_CONFIG = "simple"
@@ -104,7 +106,20 @@ CREATE TABLE {s}.ledger (
 CREATE INDEX ledger_in_order ON {s}.ledger (session_id, ord)
 """
 
-MIGRATIONS: dict[int, tuple[str, str]] = {1: ("sessions, log, view, edits, thoughts, ledger", _SCHEMA_V1)}
+_SCHEMA_V2 = """
+CREATE TABLE {s}.leases (
+    session_id text PRIMARY KEY,
+    token text NOT NULL,
+    host text NOT NULL,
+    pid bigint NOT NULL,
+    expires_at double precision NOT NULL
+)
+"""
+
+MIGRATIONS: dict[int, tuple[str, str]] = {
+    1: ("sessions, log, view, edits, thoughts, ledger", _SCHEMA_V1),
+    2: ("run leases", _SCHEMA_V2),
+}
 """Version -> (description, statements bringing the previous version to it; 0 is an empty schema)."""
 
 
@@ -126,9 +141,23 @@ _SET = ", ".join(f"{c} = {c} OR %s" if c == "log_pruned" else f"{c} = %s" for c 
 class Statements:
     """The statements of a store whose tables live in ``schema``."""
 
+    def update_head_columns(self, columns: tuple[str, ...]) -> bytes:
+        """``UPDATE`` of only these head columns (then ``WHERE session_id = %s``), composed once per set."""
+        statement = self._updates.get(columns)
+        if statement is None:
+            assignments = ", ".join(f"{c} = {c} OR %s" if c == "log_pruned" else f"{c} = %s" for c in columns)
+            statement = compose(
+                f"UPDATE {{s}}.sessions SET {assignments} WHERE session_id = %s", self._schema
+            )
+            self._updates[columns] = statement
+        return statement
+
     def __init__(self, schema: str) -> None:
         def c(template: str) -> bytes:
             return compose(template, schema)
+
+        self._schema = schema
+        self._updates: dict[tuple[str, ...], bytes] = {}
 
         text_config = f"'{TEXT_SEARCH_CONFIG}'"
         self.select_head = c(f"SELECT {_HEAD} FROM {{s}}.sessions WHERE session_id = %s")
@@ -143,6 +172,13 @@ class Statements:
             f"SELECT pg_advisory_xact_lock({key.replace('%s', 'u.id')}) "
             "FROM (SELECT DISTINCT id FROM unnest(%s::text[]) AS t (id) ORDER BY id) AS u"
         )
+        self.select_lease = c("SELECT token, host, pid, expires_at FROM {s}.leases WHERE session_id = %s")
+        self.upsert_lease = c(
+            "INSERT INTO {s}.leases (session_id, token, host, pid, expires_at) VALUES (%s, %s, %s, %s, %s) "
+            "ON CONFLICT (session_id) DO UPDATE SET token = excluded.token, host = excluded.host, "
+            "pid = excluded.pid, expires_at = excluded.expires_at"
+        )
+        self.delete_lease = c("DELETE FROM {s}.leases WHERE session_id = %s AND token = %s")
         self.revision_of = c("SELECT revision FROM {s}.sessions WHERE session_id = %s")
         self.exists = c("SELECT 1 FROM {s}.sessions WHERE session_id = %s")
         self.insert_head = c(
@@ -236,7 +272,7 @@ class Statements:
         self.mark_pruned = c("UPDATE {s}.sessions SET log_pruned = true WHERE session_id = %s")
         search = (
             "SELECT l.session_id, l.seq, l.body, ts_rank(l.tsv, q.query) AS rank FROM {s}.log l, "
-            f"(SELECT websearch_to_tsquery({text_config}, %s) && to_tsquery({text_config}, %s) AS query) "
+            f"(SELECT to_tsquery({text_config}, %s) AS query) "
             "AS q "
             "WHERE l.tsv @@ q.query{only} ORDER BY rank DESC, l.session_id, l.seq LIMIT %s"
         )

@@ -7,7 +7,7 @@ The same records and semantics as :class:`harness.stores.sqlite.SqliteStore`, on
   of two writers based on the same revision, on any machines, exactly one commits and the
   other gets :class:`~harness.errors.SessionConflictError` with nothing written. Creating
   a session is an ``INSERT ... ON CONFLICT DO NOTHING``: of two creators of one id, one
-  wins. The rest of the checkpoint (head, appended log rows, the view's new tail,
+  wins. The rest of the checkpoint (the head's changed columns, appended log rows, the view's new tail,
   thoughts, ledger, edits) and the ``COMMIT`` go to the server in one pipeline, so a step
   costs two round trips whatever the history's length.
 * **Reads that see every commit sent.** Every write of a session holds the session's
@@ -32,7 +32,7 @@ from typing import Any, Literal, cast
 
 import attrs
 
-from harness.errors import SessionConflictError, SessionNotFoundError, SessionStoreError
+from harness.errors import SessionConflictError, SessionLeaseError, SessionNotFoundError, SessionStoreError
 from harness.session import (
     Checkpoint,
     EditRecord,
@@ -44,6 +44,8 @@ from harness.session import (
     StoredSession,
     ViewEntry,
 )
+from harness.session.lease import LeaseHolder, can_take
+from harness.session.query import check_limit, index_text, parse_query
 from harness.session.text import searchable_text
 from harness.stores.rows import (
     check_checkpoint,
@@ -59,8 +61,8 @@ from harness.stores.rows import (
 from harness_postgres.connection import Attempt, Connection, Link
 from harness_postgres.dsn import parse_target
 from harness_postgres.migrations import ensure_schema
-from harness_postgres.search import split_query
-from harness_postgres.statements import Statements
+from harness_postgres.search import tsquery
+from harness_postgres.statements import HEAD_COLUMNS, Statements
 from harness_postgres.text import ascii_json, escape, unescape
 
 INDEXED_TEXT_LIMIT = 128 * 1024
@@ -114,8 +116,8 @@ def _unescaped(row: Sequence[Any], indices: Sequence[int]) -> list[Any]:
 
 
 def _index_text(text: str) -> str:
-    """What goes into the ``tsvector``: no NUL, valid UTF-8, at most :data:`INDEXED_TEXT_LIMIT` bytes."""
-    data = text.replace("\x00", " ").encode("utf-8", "replace")
+    """What goes into the ``tsvector``: its words (``index_text``), at most ``INDEXED_TEXT_LIMIT`` bytes."""
+    data = index_text(text).encode("utf-8", "replace")
     if len(data) > INDEXED_TEXT_LIMIT:
         data = data[:INDEXED_TEXT_LIMIT]
     return data.decode("utf-8", "ignore")
@@ -217,13 +219,24 @@ class PostgresStore:
             attempt.committing = True
             with conn.pipeline():
                 if checkpoint.base_revision != 0:
-                    values = _head_values(checkpoint.head)
-                    conn.execute(self._sql.update_head, (*values[1:], sid))
+                    self._update_head(conn, checkpoint)
                 self._write_rows(conn, checkpoint)
                 conn.execute(b"COMMIT")
             return checkpoint.head.revision
 
         return self._link.run("write", write, sid)
+
+    def _update_head(self, conn: Connection, checkpoint: Checkpoint) -> None:
+        """Queue the head's update: only the columns that changed, when the checkpoint names them."""
+        sid = checkpoint.head.session_id
+        values = _head_values(checkpoint.head)
+        changed = checkpoint.head_fields
+        if changed is None:
+            conn.execute(self._sql.update_head, (*values[1:], sid))
+            return
+        picked = [i for i, c in enumerate(HEAD_COLUMNS) if i and (c in changed or c == "revision")]
+        statement = self._sql.update_head_columns(tuple(HEAD_COLUMNS[i] for i in picked))
+        conn.execute(statement, (*(values[i] for i in picked), sid))
 
     def _create_head(self, conn: Connection, checkpoint: Checkpoint) -> None:
         sid = checkpoint.head.session_id
@@ -486,24 +499,59 @@ class PostgresStore:
     def search(self, query: str, *, session_id: str | None = None, limit: int = 20) -> list[SearchHit]:
         """Full-text search of the raw logs, best ``ts_rank`` first.
 
-        Web-search syntax (every word must appear; ``"a phrase"``, ``or``, ``-word``) and
-        ``word*`` for a prefix; no stemming (the ``simple`` configuration).
+        The grammar of :mod:`harness.session.query` (the same hits as every store), as a
+        ``tsquery`` over the GIN-indexed ``tsvector``; no stemming (``simple``).
         """
-        parts = split_query(query)
-        if parts is None or limit <= 0:
+        check_limit(self._url, limit)
+        parsed = parse_query(query)
+        if parsed.empty:
             return []
-        plain, prefixes = parts
+        text = tsquery(parsed)
         if session_id is None:
-            statement, params = self._sql.search_all, (plain, prefixes, limit)
+            statement, params = self._sql.search_all, (text, limit)
         else:
-            statement, params = self._sql.search_session, (plain, prefixes, session_id, limit)
+            statement, params = self._sql.search_session, (text, session_id, limit)
         rows = self._link.run(
             "search", lambda conn, _: conn.execute(statement, params).fetchall(), session_id
         )
+        words = " ".join(parsed.positive_words())
         return [
-            SearchHit(str(sid), int(seq), snippet(_text_of_body(str(body)), query), float(rank))
+            SearchHit(str(sid), int(seq), snippet(_text_of_body(str(body)), words), float(rank))
             for sid, seq, body, rank in rows
         ]
+
+    def take_lease(self, session_id: str, holder: LeaseHolder) -> None:
+        """Take the session's run lease, under the session's advisory lock (see ``LeasingStore``)."""
+
+        def take(conn: Connection, attempt: Attempt) -> None:
+            with conn.pipeline():
+                conn.execute(b"BEGIN")
+                conn.execute(self._sql.lock_session, (session_id,))
+                row = conn.execute(self._sql.select_lease, (session_id,)).fetchone()
+            current = (
+                None
+                if row is None
+                else LeaseHolder(str(row[0]), unescape(str(row[1])), int(row[2]), float(row[3]))
+            )
+            if not can_take(current, holder):
+                assert current is not None
+                raise SessionLeaseError(self._url, session_id, current.describe())
+            attempt.committing = True
+            with conn.pipeline():
+                values = (session_id, holder.token, escape(holder.host), holder.pid, holder.expires_at)
+                conn.execute(self._sql.upsert_lease, values)
+                conn.execute(b"COMMIT")
+
+        self._link.run("take the lease", take, session_id)
+
+    def drop_lease(self, session_id: str, token: str) -> None:
+        """Drop the session's run lease if ``token`` holds it."""
+
+        def drop(conn: Connection, attempt: Attempt) -> None:
+            attempt.committing = True
+            conn.execute(self._sql.delete_lease, (session_id, token))
+
+        self._link.run("drop the lease", drop, session_id)
 
     def close(self) -> None:
         """Close the connection; the store is unusable afterwards."""

@@ -19,6 +19,7 @@ from harness import (
     ToolCallPart,
     ToolReturnPart,
 )
+from harness.errors import SearchQueryError
 from harness.session import LedgerEntry
 
 _T = datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC)
@@ -100,11 +101,11 @@ def test_rows_live_in_the_chosen_schema_and_versions_are_recorded(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (pg_schema,)
         ).fetchall()
     }
-    assert tables == {"schema_migrations", "sessions", "log", "view", "edits", "thoughts", "ledger"}
+    assert tables == {"schema_migrations", "sessions", "log", "view", "edits", "thoughts", "ledger", "leases"}
     versions = pg_admin.execute(f"SELECT version, description FROM {pg_schema}.schema_migrations").fetchall()
-    assert [v[0] for v in versions] == [1]
+    assert [v[0] for v in versions] == [1, 2]
     PostgresStore(pg_dsn, schema=pg_schema).close()  # a current schema is opened without a write
-    assert pg_admin.execute(f"SELECT count(*) FROM {pg_schema}.schema_migrations").fetchone() == (1,)
+    assert pg_admin.execute(f"SELECT count(*) FROM {pg_schema}.schema_migrations").fetchone() == (2,)
     indexes = {
         str(r[0])
         for r in pg_admin.execute("SELECT indexdef FROM pg_indexes WHERE schemaname = %s", (pg_schema,))
@@ -203,7 +204,7 @@ def test_prune_drop_log_keeps_what_the_view_shows(pg_store: PostgresStore, pg_ad
     assert [e.seq for e in pg_store.read_log("new")] == [0, 1, 2]
 
 
-def test_search_ranks_supports_web_syntax_and_prefixes(pg_store: PostgresStore) -> None:
+def test_search_ranks_and_follows_the_core_grammar(pg_store: PostgresStore) -> None:
     first = Session.create(
         store=pg_store,
         messages=[
@@ -238,7 +239,8 @@ def test_search_ranks_supports_web_syntax_and_prefixes(pg_store: PostgresStore) 
     assert pg_store.search("...") == pg_store.search("") == pg_store.search("  ") == []
     assert pg_store.search("it's & | ! ( :*") == []  # tsquery syntax is never an error
     assert len(pg_store.search("albatross", limit=1)) == 1
-    assert pg_store.search("albatross", limit=0) == []
+    with pytest.raises(SearchQueryError, match="got 0"):
+        pg_store.search("albatross", limit=0)
 
 
 def test_odd_and_huge_texts_are_stored_whole_and_indexed(pg_store: PostgresStore) -> None:

@@ -13,6 +13,7 @@ __all__ = [
     "ToolLimits",
 ]
 
+import asyncio
 from collections.abc import Callable, Generator, Mapping
 from typing import ClassVar, Literal, TypeAlias, cast
 
@@ -20,7 +21,7 @@ import attrs
 
 from harness.capabilities import ToolCall
 from harness.core import ToolOutcome
-from harness.errors import RunStopped
+from harness.errors import RunStopped, UserAbort
 from harness.hooks import hookimpl
 from harness.tools import RunContext
 
@@ -37,6 +38,9 @@ OnLimit: TypeAlias = Literal["block", "stop"]
 """What happens to a call over a limit: refused with a result the model reads, or the run stops."""
 
 _ON_LIMIT: tuple[OnLimit, ...] = ("block", "stop")
+
+_INTERRUPTS = (asyncio.CancelledError, KeyboardInterrupt, UserAbort)
+"""What stops a call without the tool failing: an abort, a cancellation, Ctrl-C."""
 
 
 @attrs.frozen
@@ -203,13 +207,15 @@ class ToolLimits:
     * a call over a limit is refused whatever its arguments (the tool could not run anyway);
     * a call that then did not run is not counted after all: arguments the tool's schema
       rejects (the model gets the usual retry prompt), a call an inner wrapper answered or
-      held back (``harness-tool-approval``). Whether it ran is the tool-call registry's
-      attempt count, so a call a durable engine ran elsewhere counts too;
+      held back (``harness-tool-approval``), a call an abort or a fatal error stopped
+      before it ran (thrown in at the wrapper's ``yield``). Whether it ran is the
+      tool-call registry's attempt count, so a call a durable engine ran elsewhere counts too;
     * a call to a tool the agent does not have is passed through uncounted (the core
       answers with its retry prompt);
     * refused (blocked) calls are not counted: the limit counts calls that ran;
-    * a call that ran and raised counts, unless ``count_failed=False``; a retry the tool
-      asked for itself (``ToolRetry``) counts, since the tool ran.
+    * a call that ran and raised counts, unless ``count_failed=False`` (a fatal error such
+      as a ``HarnessError`` the tool raised is a failure too; an abort is not); a retry the
+      tool asked for itself (``ToolRetry``) counts, since the tool ran.
 
     Counts are per run (``Agent.run`` / ``run_stream``), kept in ``ctx.state`` and gone
     with the run: a new run, including one resuming held-back calls, starts from zero.
@@ -299,21 +305,36 @@ class ToolLimits:
         counts.count(name)  # before the yield: parallel calls see each other's counts
         count, total = counts.per_tool[name], counts.total
         call.notes[NOTES_KEY] = {"blocked": False, "count": count, "total": total}
-        outcome = yield
+        try:
+            outcome = yield
+        except BaseException as stopped:  # an abort or a fatal error thrown in at the yield
+            failed = not isinstance(stopped, _INTERRUPTS)  # an abort is no failure of the tool
+            self._take_back(ctx, call, counts, (count, total), failed=failed)
+            raise
+        self._take_back(ctx, call, counts, (count, total), failed=outcome.kind == "failed")
+        return outcome
+
+    def _take_back(
+        self, ctx: RunContext, call: ToolCall, counts: CallCounts, noted: tuple[int, int], *, failed: bool
+    ) -> None:
+        """Uncount the call when it did not run, or failed with ``count_failed=False``; note it.
+
+        ``noted`` is ``(count, total)`` as counted with this call; the note says them without it.
+        """
         uncounted = None
         if not _ran(ctx, call):
             uncounted = "did not run"
-        elif not self.count_failed and outcome.kind == "failed":
+        elif failed and not self.count_failed:
             uncounted = "failed"
-        if uncounted is not None:
-            counts.uncount(name)
-            call.notes[NOTES_KEY] = {
-                "blocked": False,
-                "count": count - 1,
-                "total": total - 1,
-                "uncounted": uncounted,
-            }
-        return outcome
+        if uncounted is None:
+            return
+        counts.uncount(call.tool_name)
+        call.notes[NOTES_KEY] = {
+            "blocked": False,
+            "count": noted[0] - 1,
+            "total": noted[1] - 1,
+            "uncounted": uncounted,
+        }
 
 
 def _ran(ctx: RunContext, call: ToolCall) -> bool:

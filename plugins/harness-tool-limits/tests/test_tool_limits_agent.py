@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Generator, Sequence
+from collections.abc import AsyncGenerator, Generator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ from harness_tool_limits import NOTES_KEY, CallCounts, LimitHit, ToolLimitExceed
 from harness import Agent, CanonicalMessage, Session, TextPart, ToolCallPart, ToolReturnPart, open_store
 from harness.capabilities.calls import ToolCall
 from harness.core import RetryPromptPart, ToolOutcome
-from harness.errors import RunStopped, ToolRetry
+from harness.errors import CapabilityError, HarnessError, RunStopped, ToolRetry, UserAbort
 from harness.history import check_invariants
 from harness.hooks import PluginManager, hookimpl
 from harness.models.function import FunctionInfo, FunctionModel
@@ -496,3 +496,128 @@ async def test_with_tool_approval_held_calls_are_counted_when_they_run() -> None
     assert got["m1"] == "sent to ann"
     assert "tool 'send' may be called at most once per run" in str(got["m2"])
     assert check_invariants(done.all_messages) == []
+
+
+class _StopBeforeRunning:
+    """An inner wrapper that stops the call before the tool runs: a fatal error, or an abort."""
+
+    name = "stopper"
+    runs_after = ("tool_limits",)
+
+    def __init__(self, error: BaseException | None, agent: list[Agent]) -> None:
+        self.error = error
+        self.agent = agent
+
+    @hookimpl(wrapper=True)
+    async def wrap_tool_call(self, call: ToolCall) -> AsyncGenerator[None, ToolOutcome]:
+        if self.error is not None:
+            raise self.error
+        self.agent[0].abort()  # the cancellation lands in the sleep, before the tool ran
+        await asyncio.sleep(1)
+        yield
+
+
+class _Watch:
+    """An outer wrapper recording the call's notes and the counts after the error went through."""
+
+    name = "watch"
+    runs_before = ("tool_limits",)
+
+    def __init__(self, limits: ToolLimits) -> None:
+        self.limits = limits
+        self.seen: list[tuple[dict[str, Any], dict[str, int], int]] = []
+
+    @hookimpl(wrapper=True)
+    def wrap_tool_call(self, ctx: RunContext, call: ToolCall) -> Generator[None, ToolOutcome, object]:
+        try:
+            return (yield)
+        finally:
+            counts = self.limits.counts(ctx)
+            self.seen.append((dict(call.notes[NOTES_KEY]), dict(counts.per_tool), counts.total))
+
+
+@pytest.mark.parametrize(
+    ("error", "raised"),
+    [
+        (None, UserAbort),
+        (RunStopped("stopped by policy"), RunStopped),
+        (HarnessError("bad"), CapabilityError),
+    ],
+    ids=["abort", "run-stopped", "fatal"],
+)
+async def test_an_abort_or_a_fatal_error_before_the_tool_ran_is_not_counted(
+    error: BaseException | None, raised: type[BaseException]
+) -> None:
+    limits = ToolLimits(per_tool={"search": 1})
+    watch = _Watch(limits)
+    agent_box: list[Agent] = []
+    agent = Agent(
+        scripted([ToolCallPart(tool_name="search", args={"query": "a"}, tool_call_id="c0")]),
+        tools=[search],
+        capabilities=[watch, limits, _StopBeforeRunning(error, agent_box)],
+    )
+    agent_box.append(agent)
+    with pytest.raises(raised):
+        await agent.run("go")
+    assert ran == []
+    assert watch.seen == [
+        ({"blocked": False, "count": 0, "total": 0, "uncounted": "did not run"}, {"search": 0}, 0)
+    ]
+
+
+def fatal_search(query: str) -> str:
+    """Search, then fail fatally.
+
+    Args:
+        query: What to look for.
+    """
+    ran.append(f"fatal:{query}")
+    raise HarnessError("the backend is misconfigured")
+
+
+@pytest.mark.parametrize("count_failed", [True, False])
+async def test_a_fatal_error_the_tool_raised_counts_unless_count_failed_is_false(count_failed: bool) -> None:
+    limits = ToolLimits(per_tool={"fatal_search": 1}, count_failed=count_failed)
+    watch = _Watch(limits)
+    agent = Agent(
+        scripted([ToolCallPart(tool_name="fatal_search", args={"query": "a"}, tool_call_id="c0")]),
+        tools=[fatal_search],
+        capabilities=[watch, limits],
+    )
+    with pytest.raises(HarnessError, match="misconfigured"):
+        await agent.run("go")
+    assert ran == ["fatal:a"]
+    notes, per_tool, _total = watch.seen[0]
+    if count_failed:
+        assert (notes, per_tool) == ({"blocked": False, "count": 1, "total": 1}, {"fatal_search": 1})
+    else:
+        assert notes["uncounted"] == "failed"
+        assert per_tool == {"fatal_search": 0}
+
+
+async def test_an_abort_while_the_tool_runs_leaves_it_counted() -> None:
+    """The tool began: it may have taken effect, so the call counts against the limit."""
+    limits = ToolLimits(per_tool={"slow": 1})
+    watch = _Watch(limits)
+    agent_box: list[Agent] = []
+
+    async def slow(query: str) -> str:
+        """Aborts the run while it runs.
+
+        Args:
+            query: What to look for.
+        """
+        ran.append(f"slow:{query}")
+        agent_box[0].abort()
+        await asyncio.sleep(1)
+        return "late"
+
+    agent = Agent(
+        scripted([ToolCallPart(tool_name="slow", args={"query": "a"}, tool_call_id="c0")]),
+        tools=[slow],
+        capabilities=[watch, limits],
+    )
+    agent_box.append(agent)
+    with pytest.raises(UserAbort):
+        await agent.run("go")
+    assert watch.seen == [({"blocked": False, "count": 1, "total": 1}, {"slow": 1}, 1)]
