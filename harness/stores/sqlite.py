@@ -126,8 +126,12 @@ class SqliteStore:
         if self.path is not None and not self.path.exists():
             if self.read_only:
                 raise SessionStoreError(self._url, "the database file does not exist; nothing was created")
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)
+            except OSError as exc:
+                where = exc.filename if exc.filename is not None else self.path
+                raise SessionStoreError(self._url, f"cannot create {where}: {exc.strerror or exc}") from exc
             os.close(fd)
         target = str(self.path) if self.path is not None else ":memory:"
         if self.read_only and self.path is not None:

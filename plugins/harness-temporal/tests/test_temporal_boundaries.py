@@ -64,7 +64,7 @@ def peek(ctx: RunContext) -> str:
 
 def _calls_then_reads(messages, info):
     if len(messages) == 1 or not any(p.part_kind == "tool-return" for m in messages for p in m.parts):
-        return CanonicalMessage.response(ToolCallPart("c1", "peek", {}))
+        return CanonicalMessage.response(ToolCallPart(tool_call_id="c1", tool_name="peek", args={}))
     returned = [p.content for m in messages for p in m.parts if p.part_kind == "tool-return"]
     return CanonicalMessage.response(TextPart(str(returned[-1])))
 
@@ -124,8 +124,11 @@ async def test_the_client_gets_the_models_own_error_type_with_its_attributes(
         handle = await engine.start("hi")
         with pytest.raises(ModelAuthenticationError) as caught:
             await handle.result()
+    assert type(caught.value) is ModelAuthenticationError
     assert caught.value.status_code == 401
     assert caught.value.provider_message == "invalid x-api-key"
+    assert (caught.value.provider, caught.value.model_name, caught.value.attempts) == ("primary", None, 1)
+    assert str(caught.value) == "primary (HTTP 401): invalid x-api-key"
 
 
 async def test_a_tool_reads_the_stored_log_and_gets_a_typed_error_for_the_history(
