@@ -183,6 +183,9 @@ PUBLIC_PACKAGES = {
     # The helpers a SQL store backend shares with SqliteStore: row conversion and searchable text.
     "harness.stores.rows",
     "harness.session.text",
+    # What every store backend implements alike: the search grammar and the run lease's rules.
+    "harness.session.query",
+    "harness.session.lease",
 }
 """What a plugin may import from: the layer packages' curated APIs, never their modules."""
 

@@ -51,6 +51,8 @@ __all__ = [
     "LogEntry",
     "PruneResult",
     "SearchHit",
+    "SearchQuery",
+    "SearchTerm",
     "Session",
     "SessionHead",
     "SessionInfo",
@@ -66,6 +68,7 @@ __all__ = [
     "default_session_dir",
     "find_session",
     "list_sessions",
+    "parse_query",
     "project_id_for",
     "usage_from_mapping",
     "usage_to_mapping",
@@ -91,6 +94,7 @@ from harness.session.fileformat import (
 )
 from harness.session.files import atomic_write_bytes
 from harness.session.paths import SESSION_DIR_ENV, default_session_dir, project_id_for
+from harness.session.query import SearchQuery, SearchTerm, parse_query
 from harness.session.records import (
     LEDGER_STATUSES,
     Checkpoint,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 __all__ = ["tsquery"]
 
-from harness.session.query import SearchQuery, SearchTerm
+from harness.session import SearchQuery, SearchTerm
 
 
 def _term(term: SearchTerm) -> str:
