@@ -101,9 +101,9 @@ def test_fields_after_the_first_are_keyword_only(build: Any) -> None:
         ),
         (lambda: ThoughtPart("hmm", signature=b"sig"), "ThoughtPart.signature must be a string, got bytes"),  # pyright: ignore[reportArgumentType]
         (
-            lambda: SystemPromptPart("sys", dynamic_ref=1),
+            lambda: SystemPromptPart("sys", dynamic_ref=1),  # pyright: ignore[reportArgumentType]
             "SystemPromptPart.dynamic_ref must be a string, got number",
-        ),  # pyright: ignore[reportArgumentType]
+        ),
     ],
 )
 def test_a_wrong_field_type_raises_a_one_line_error_naming_the_part_and_field(
