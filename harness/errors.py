@@ -29,7 +29,7 @@ The families:
   :class:`ToolRetryBudgetExceeded`, :class:`RunStopped`, :class:`ApprovalPendingError`),
   :class:`EventLoopRunningError`;
 * durable runs: :class:`WorkflowIncompatibleError`, :class:`AgentLoadError`,
-  :class:`EngineBoundaryError`;
+  :class:`EngineBoundaryError`, :class:`EngineConnectionError`;
 * applications: :class:`CodingAgentMissingError`, :class:`PlotUnavailableError`,
   :class:`ScriptError`, :class:`HistoryBuildError`, :class:`PricesFileError`, :class:`EvalRunError`.
 """
@@ -46,6 +46,7 @@ __all__ = [
     "CodingAgentMissingError",
     "EmptyResponseError",
     "EngineBoundaryError",
+    "EngineConnectionError",
     "EvalRunError",
     "EventLoopRunningError",
     "HarnessError",
@@ -662,13 +663,10 @@ class PluginLoadWarning(HarnessWarning):
         distribution: The distribution that ships it, when known.
     """
 
-    def __init__(self, message: str, plugin_name: str = "", distribution: str | None = None) -> None:
+    def __init__(self, message: str, *, plugin_name: str, distribution: str | None = None) -> None:
         self.plugin_name = plugin_name
         self.distribution = distribution
-        super().__init__(message, plugin_name, distribution)
-
-    def __str__(self) -> str:
-        return str(self.args[0])
+        super().__init__(message)
 
 
 class CapabilityError(HarnessError):
@@ -1032,6 +1030,26 @@ class EngineBoundaryError(HarnessError, AttributeError):
             "worker, and the run's history, usage and state stay with the workflow (the session's stored "
             "log is: read it through ctx.session.store)"
         )
+
+
+class EngineConnectionError(HarnessError):
+    """A durable engine's server or system database cannot be reached, or its address is unusable.
+
+    Raised when a worker (or a client) starts, before any run is touched; the message says
+    what to check.
+
+    Attributes:
+        engine: The engine (``"harness-dbos"``, ``"harness-temporal"``).
+        target: What was to be reached: the system database URL (credentials masked) or the
+            server address.
+        reason: What went wrong and what to check.
+    """
+
+    def __init__(self, engine: str, target: str | MaskedURL, reason: str) -> None:
+        self.engine = engine
+        self.target = mask_url(target)
+        self.reason = redact(reason)
+        super().__init__(f"{engine} cannot use {self.target}: {self.reason}")
 
 
 class AgentLoadError(HarnessError):

@@ -40,6 +40,7 @@ __all__ = [
     "history_format_option",
     "load_history_file",
     "main",
+    "one_line",
     "read_history_file",
     "resolve_cli_stack",
     "stack_option",
@@ -157,12 +158,80 @@ class HarnessCliError(click.ClickException):
         self.error = error
 
     def show(self, file: IO[Any] | None = None) -> None:
-        """Print ``error: <type>: <message>`` to stderr (or ``file``)."""
-        click.echo(f"error: {self.format_message()}", file=file or sys.stderr)
+        """Print ``error: <type>: <message>`` to stderr (or ``file``), on one line."""
+        click.echo(f"error: {one_line(self.format_message())}", file=file or sys.stderr)
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line: its non-blank lines stripped and joined with ``"; "``."""
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+_GLOBAL_MARK: Final = "_harness_global_options"
+
+
+def _late_global_option(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    """``-v`` / ``-q`` given after a subcommand: applied as if given before it."""
+    if not value:
+        return
+    root = ctx.find_root()
+    verbose, quiet = root.meta.get(_GLOBAL_MARK, (0, False))
+    if param.name == "late_verbose":
+        verbose += int(value)
+    else:
+        quiet = True
+    root.meta[_GLOBAL_MARK] = (verbose, quiet)
+    from harness.cli.logs import configure_logging
+
+    configure_logging(verbose, quiet)
+
+
+def _accept_global_options(command: click.Command) -> None:
+    """Let ``command`` (and a group's subcommands) take ``-v`` / ``-q`` too, where it has no such option."""
+    if getattr(command, _GLOBAL_MARK, False):
+        return
+    setattr(command, _GLOBAL_MARK, True)
+    taken = {name for param in command.params for name in getattr(param, "opts", ())}
+    if command.context_settings.get("ignore_unknown_options"):  # its arguments are another command's
+        return
+    if not taken & {"-v", "--verbose"}:
+        command.params.append(
+            click.Option(
+                ["-v", "--verbose", "late_verbose"],
+                count=True,
+                hidden=True,
+                expose_value=False,
+                callback=_late_global_option,
+            )
+        )
+    if not taken & {"-q", "--quiet"}:
+        command.params.append(
+            click.Option(
+                ["-q", "--quiet", "late_quiet"],
+                is_flag=True,
+                hidden=True,
+                expose_value=False,
+                callback=_late_global_option,
+            )
+        )
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _accept_global_options(sub)
 
 
 class _HarnessGroup(click.Group):
-    """A group whose commands report harness errors as :class:`HarnessCliError` (exit 2)."""
+    """A group whose commands report harness errors as :class:`HarnessCliError` (exit 2).
+
+    Its commands accept the global ``-v`` / ``-q`` after their name too (``harness run -v ...``).
+    """
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None:
+            _accept_global_options(command)
+        return name, command, rest
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -198,6 +267,7 @@ def cli(verbose: int, quiet: bool) -> None:
     """
     from harness.cli.logs import configure_logging
 
+    click.get_current_context().meta[_GLOBAL_MARK] = (verbose, quiet)
     configure_logging(verbose, quiet)
     # Running the CLI is the opt-in: the capability plugins it loads are all experimental,
     # and one warning per plugin would bury the output (the README says they are).
@@ -240,11 +310,15 @@ def main(argv: list[str] | None = None) -> Any:
         The command's exit code when it asked for one (the console script passes it to
         ``sys.exit``).
     """
+    args = sys.argv[1:] if argv is None else argv
     try:
         with _warnings_as_lines():
-            return cli.main(args=argv, prog_name="harness", standalone_mode=False)
-    except click.ClickException as exc:
+            return cli.main(args=args, prog_name="harness", standalone_mode=False)
+    except HarnessCliError as exc:
         exc.show()
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        _show_click_error(exc, verbose=_asks_verbose(args))
         sys.exit(exc.exit_code)
     except (click.Abort, KeyboardInterrupt):
         click.echo("interrupted", err=True)
@@ -252,6 +326,26 @@ def main(argv: list[str] | None = None) -> Any:
     except HarnessError as exc:  # raised outside a command (e.g. while parsing)
         HarnessCliError(exc).show()
         sys.exit(EXIT_USAGE)
+
+
+def _asks_verbose(args: list[str]) -> bool:
+    """Whether the command line asks for ``-v`` (anywhere before ``--``), read without click."""
+    for arg in args:
+        if arg == "--":
+            return False
+        if arg == "--verbose" or (arg.startswith("-v") and set(arg[1:]) == {"v"}):
+            return True
+    return False
+
+
+def _show_click_error(exc: click.ClickException, *, verbose: bool) -> None:
+    """``error: <type>: <message>`` on one line; with ``-v``, a usage error's usage and help hint follow."""
+    click.echo(f"error: {type(exc).__name__}: {one_line(exc.format_message())}", err=True)
+    if verbose and isinstance(exc, click.UsageError) and exc.ctx is not None:
+        click.echo(exc.ctx.get_usage(), err=True)
+        names = exc.ctx.help_option_names
+        if names:
+            click.echo(f"Try '{exc.ctx.command_path} {names[0]}' for help.", err=True)
 
 
 # --------------------------------------------------------------------------------------

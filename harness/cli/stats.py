@@ -14,14 +14,17 @@ from rich.table import Table
 
 from harness.cli._app import (
     EXIT_PROBLEM,
+    EXIT_USAGE,
     HISTORY_PATH,
     cli,
     console,
     escaped,
     history_format_option,
+    one_line,
     read_history_file,
 )
 from harness.cli._json import echo_json
+from harness.errors import HarnessError
 from harness.history import check_invariants
 from harness.tokens import TokenCounter
 
@@ -43,20 +46,28 @@ Examples:
     "--json",
     "as_json",
     is_flag=True,
-    help="Print JSON instead of a table: one row per file, under the key files.",
+    help="Print JSON instead of a table: one row per file under files, unreadable files under errors.",
 )
 def stats(paths: tuple[Path, ...], history_format: FormatChoice, model: str | None, as_json: bool) -> None:
     """Print one line of token statistics per history or session file.
 
     Every file is read as `harness inspect` reads it (any accepted format, detected unless
     --format says; JSON Lines; gzip; - for standard input). For the details of one file
-    see `harness inspect`. Exits with 1 when a file breaks an invariant, 2 when a file
-    cannot be read.
+    see `harness inspect`. A file that cannot be read gets one `error:` line on stderr
+    (and an entry under `errors` with --json) and the others are still reported. Exits
+    with 2 when a file cannot be read, else 1 when a file breaks an invariant.
     """
     counter = TokenCounter(model)
     rows: list[dict[str, Any]] = []
+    failed: list[dict[str, str]] = []
     for path in paths:
-        history = read_history_file(path, format=history_format)
+        try:
+            history = read_history_file(path, format=history_format)
+        except HarnessError as exc:
+            message = one_line(str(exc))
+            click.echo(f"error: {type(exc).__name__}: {message}", err=True)
+            failed.append({"file": str(path), "error": type(exc).__name__, "message": message})
+            continue
         messages = history.messages
         kinds: Counter[str] = Counter(part.part_kind for m in messages for part in m.parts)
         largest = max((counter.count_part(p) for m in messages for p in m.parts), default=0)
@@ -76,8 +87,8 @@ def stats(paths: tuple[Path, ...], history_format: FormatChoice, model: str | No
             }
         )
     if as_json:
-        echo_json({"files": rows})
-    else:
+        echo_json({"files": rows, "errors": failed})
+    elif rows:
         table = Table(
             "file", "format", "messages", "parts", "tool calls", "tokens", "largest part", "invariants"
         )
@@ -95,5 +106,7 @@ def stats(paths: tuple[Path, ...], history_format: FormatChoice, model: str | No
         out = console()
         out.print(table)
         out.print(f"tokenizer: {counter.encoding_name} ({'exact' if counter.exact else 'estimate'})")
+    if failed:
+        sys.exit(EXIT_USAGE)
     if any(row["violations"] for row in rows):
         sys.exit(EXIT_PROBLEM)

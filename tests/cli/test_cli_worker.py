@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 import harness.hooks.entrypoints as entrypoints_module
 from harness.cli import cli
-from harness.cli._app import EXIT_PROBLEM
+from harness.cli._app import EXIT_PROBLEM, EXIT_USAGE
 from harness.errors import CapabilityError
 from harness.hooks.manager import PluginManager
 
@@ -116,6 +116,14 @@ def test_the_engine_name_is_stripped_and_lowercased_for_the_plugin(engine: Path)
     assert json.loads(engine.read_text()) == {"queue": "default", "extra": ["x"]}
 
 
+def test_help_before_the_engine_is_the_commands_help_with_the_installed_engines(engine: Path) -> None:
+    result = CliRunner().invoke(cli, ["worker", "--help"])
+    assert result.exit_code == 0, result.output
+    assert "worker [OPTIONS] ENGINE [ARGUMENTS]..." in result.output
+    assert "Installed engines: fixture, notclick, raising." in result.output
+    assert MODULE not in sys.modules  # listed from the entry points, not imported
+
+
 def test_help_after_the_engine_is_the_engines_help(engine: Path) -> None:
     result = CliRunner().invoke(cli, ["worker", "fixture", "--help"])
     assert result.exit_code == 0, result.output
@@ -137,11 +145,14 @@ def test_an_engine_usage_error_is_reported_by_the_engines_command(engine: Path) 
     assert not engine.exists()
 
 
-def test_an_unknown_engine_exits_1_with_a_clear_message(engine: Path) -> None:
+def test_an_unknown_engine_is_a_usage_error_listing_the_installed_engines(engine: Path) -> None:
     result = CliRunner().invoke(cli, ["worker", "nosuch", "--queue", "q"])
-    assert result.exit_code == EXIT_PROBLEM
-    assert "no installed plugin runs workers for engine 'nosuch'" in result.output
-    assert "(install" not in result.output
+    assert result.exit_code == EXIT_USAGE
+    assert (
+        "no installed plugin runs workers for engine 'nosuch' (installed engines: fixture, notclick, raising)"
+        in result.output
+    )
+    assert "install harness-" not in result.output
     assert MODULE not in sys.modules, "no entry point is named engine.nosuch: no engine plugin was imported"
     assert not engine.exists()
 
@@ -154,8 +165,8 @@ def test_a_known_engine_not_installed_names_its_distribution(
 ) -> None:
     del engine
     result = CliRunner().invoke(cli, ["worker", name])
-    assert result.exit_code == EXIT_PROBLEM
-    assert f"no installed plugin runs workers for engine {name!r} (install {distribution})" in result.output
+    assert result.exit_code == EXIT_USAGE
+    assert f"no installed plugin runs workers for engine {name!r}; install {distribution}" in result.output
 
 
 def test_a_plugin_answering_with_something_else_than_a_command_is_reported(engine: Path) -> None:
@@ -180,7 +191,7 @@ def test_a_raising_plugin_is_a_capability_error_naming_it(engine: Path) -> None:
 def test_without_any_engine_plugin_nothing_answers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(entrypoints_module.LOAD_ENV, "")  # set but empty: no plugin at all
     result = CliRunner().invoke(cli, ["worker", "fixture"])
-    assert result.exit_code == EXIT_PROBLEM
+    assert result.exit_code == EXIT_USAGE
     assert "no installed plugin runs workers for engine 'fixture'" in result.output
 
 
@@ -209,8 +220,11 @@ def test_the_console_script_runs_the_engine_worker_in_a_process(tmp_path: Path) 
     missing = subprocess.run(
         [str(script), "worker", "nosuch"], env=env, capture_output=True, text=True, timeout=120, check=False
     )
-    assert missing.returncode == EXIT_PROBLEM
-    assert "no installed plugin runs workers for engine 'nosuch'" in missing.stdout + missing.stderr
+    assert missing.returncode == EXIT_USAGE
+    assert missing.stderr.splitlines() == [
+        "error: UsageError: no installed plugin runs workers for engine 'nosuch' "
+        "(installed engines: fixture, notclick, raising)"
+    ]
     failing = subprocess.run(
         [str(script), "worker", "fixture", "--exit-code", "4"],
         env=env,

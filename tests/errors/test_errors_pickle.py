@@ -36,6 +36,7 @@ EXAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "CodingAgentMissingError": (("install harness-coding-agent",), {}),
     "EmptyResponseError": ((3, 2), {}),
     "EngineBoundaryError": (("harness-temporal", "RunContext.messages"), {}),
+    "EngineConnectionError": (("harness-dbos", "postgresql://app:secret@db:1/x", "connection refused"), {}),
     "EvalRunError": (("a.json", "tiered", 8000, "ValueError: x"), {}),
     "HarnessError": (("plain",), {}),
     "HarnessExperimentalWarning": (("x is experimental",), {}),
@@ -60,7 +61,7 @@ EXAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "ModelTimeoutError": (("openai", "timed out"), {"attempts": 2}),
     "ModelUnavailableError": (("anthropic", "overloaded"), {"status_code": 529}),
     "PlotUnavailableError": (("install matplotlib",), {}),
-    "PluginLoadWarning": (("plugin 'x' failed to import; only its paths fail", "x", "harness-x"), {}),
+    "PluginLoadWarning": (("plugin 'x' failed; skipped",), {"plugin_name": "plugin.x", "distribution": "x"}),
     "PluginLoadError": (
         ("cannot load x",),
         {"plugin_name": "x", "distribution": "harness-x", "reason": "boom"},

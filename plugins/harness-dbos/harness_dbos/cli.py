@@ -51,6 +51,13 @@ def main() -> None:
 @click.option(
     "--polling-interval", type=float, default=0.5, show_default=True, help="Queue polling, seconds."
 )
+@click.option(
+    "--connect-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    help="Seconds to wait for the system database at start before giving up.",
+)
 def worker(
     system_db: str,
     stores: tuple[str, ...],
@@ -60,13 +67,20 @@ def worker(
     executor_id: str | None,
     adopt: tuple[str, ...],
     polling_interval: float,
+    connect_timeout: float,
 ) -> None:
-    """Execute harness runs from the system database until SIGTERM or SIGINT."""
+    """Execute harness runs from the system database until SIGTERM or SIGINT.
+
+    A system database that cannot be used (unreachable, another scheme than PostgreSQL or
+    SQLite) fails at start with one ``EngineConnectionError`` line naming what to check.
+    """
     from harness import open_store
     from harness.config import load_agent
     from harness.durable import StoreDirectory
     from harness_dbos.engine import DBOSEngine
+    from harness_dbos.preflight import check_system_database, launch_quietly
 
+    check_system_database(system_db, timeout=connect_timeout)
     if agent is not None:
         load_agent(agent)
     directory = StoreDirectory.from_options(stores)
@@ -90,7 +104,7 @@ def worker(
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    engine.launch()
+    launch_quietly(engine, system_db)
     try:
         if adopt:
             engine.adopt(list(adopt))

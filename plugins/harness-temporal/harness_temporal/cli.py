@@ -10,6 +10,8 @@ import sys
 
 import click
 
+from harness.errors import HarnessError
+
 
 @click.command("worker")
 @click.option(
@@ -38,6 +40,13 @@ import click
     show_default=True,
     help="Seconds before a run cached on a worker that stopped is handed to another worker.",
 )
+@click.option(
+    "--connect-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    help="Seconds to wait for the Temporal server at start before giving up.",
+)
 def worker(
     address: str,
     namespace: str,
@@ -45,6 +54,7 @@ def worker(
     agents: tuple[str, ...],
     stores: tuple[str, ...],
     sticky_timeout: float,
+    connect_timeout: float,
 ) -> None:
     """Run a Temporal worker for harness runs until SIGINT or SIGTERM.
 
@@ -52,25 +62,40 @@ def worker(
     --store NAME=URL, or a URL without credentials (matched against these, else opened with
     the credentials of the environment, PGPASSWORD or ~/.pgpass). The worker builds the agent
     with harness.config.load_agent and opens the store (every worker must reach the same one).
+    No server at --address within --connect-timeout is one EngineConnectionError line (exit 2).
     """
     from harness_temporal.engine import run_worker
 
-    click.echo(f"harness-temporal worker: {address} namespace={namespace} task-queue={task_queue}", err=True)
-    asyncio.run(
-        run_worker(
-            address,
-            namespace=namespace,
-            task_queue=task_queue,
-            agents=agents,
-            stores=stores,
-            sticky_timeout=sticky_timeout,
+    def ready() -> None:
+        click.echo(
+            f"harness-temporal worker: {address} namespace={namespace} task-queue={task_queue}", err=True
         )
-    )
+
+    try:
+        asyncio.run(
+            run_worker(
+                address,
+                namespace=namespace,
+                task_queue=task_queue,
+                agents=agents,
+                stores=stores,
+                sticky_timeout=sticky_timeout,
+                connect_timeout=connect_timeout,
+                on_ready=ready,
+            )
+        )
+    except HarnessError as exc:
+        # One line, as every harness command reports an error, and out at once: a connection
+        # attempt cut short leaves Temporal's native threads running, and the interpreter's
+        # teardown would crash on them (a Rust panic after the message).
+        text = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        click.echo(f"error: {type(exc).__name__}: {text}", err=True)
+        _exit_cleanly(2)
     _exit_cleanly()
 
 
-def _exit_cleanly() -> None:
-    """End the process with status 0 once the worker has shut down and closed its stores.
+def _exit_cleanly(code: int = 0) -> None:
+    """End the process with status ``code`` once the worker has shut down and closed its stores.
 
     Temporal's native runtime keeps its own threads alive until the interpreter is torn
     down; a signal-driven shutdown racing that teardown was seen to end the process with
@@ -79,7 +104,7 @@ def _exit_cleanly() -> None:
     """
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)
+    os._exit(code)
 
 
 @click.group("harness-temporal")

@@ -17,7 +17,14 @@ because Temporal would keep it in the run's history, its UI and every export.
 
 from __future__ import annotations
 
-__all__ = ["RunHandle", "TemporalEngine", "TemporalRunResult", "create_worker", "run_worker"]
+__all__ = [
+    "RunHandle",
+    "TemporalEngine",
+    "TemporalRunResult",
+    "connect_client",
+    "create_worker",
+    "run_worker",
+]
 
 
 import asyncio
@@ -26,7 +33,7 @@ import os
 import re
 import signal
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
@@ -40,12 +47,14 @@ from temporalio.worker import Worker
 from harness.config import load_agent
 from harness.durable import RunSpec as DurableRunSpec
 from harness.durable import RunSummary, StoreDirectory, StoreReference, agent_fingerprint, store_reference
-from harness.errors import WorkflowIncompatibleError
+from harness.errors import EngineConnectionError, HarnessError, WorkflowIncompatibleError
 from harness_temporal.activities import HarnessActivities
 from harness_temporal.errors import TemporalRunError
 from harness_temporal.failures import rebuild
 from harness_temporal.units import WORKFLOW_NAME, ActivityOptions, RunSpec
 from harness_temporal.workflow import HarnessRun
+
+_ENGINE = "harness-temporal"
 
 TemporalRunResult = RunSummary
 """What a finished run returns: :class:`harness.durable.RunSummary` (its session is in the store)."""
@@ -197,7 +206,7 @@ class TemporalEngine:
     async def client(self) -> Client:
         """The Temporal client (connected once)."""
         if self._client is None:
-            self._client = await Client.connect(self.address, namespace=self.namespace)
+            self._client = await connect_client(self.address, namespace=self.namespace)
         return self._client
 
     def fingerprint(self) -> dict[str, str]:
@@ -272,6 +281,27 @@ def create_worker(
     )
 
 
+async def connect_client(address: str, *, namespace: str = "default", timeout: float = 10.0) -> Client:
+    """A client of the Temporal server at ``address``, connected within ``timeout`` seconds.
+
+    Raises:
+        EngineConnectionError: No server answers there (the message says what to check).
+    """
+    check = (
+        f"check that a Temporal server runs at {address} (for a local one: temporal server start-dev) "
+        "or pass --address HOST:PORT"
+    )
+    try:
+        return await asyncio.wait_for(Client.connect(address, namespace=namespace), timeout)
+    except TimeoutError:
+        raise EngineConnectionError(_ENGINE, address, f"no answer within {timeout:g}s; {check}") from None
+    except RuntimeError as exc:
+        text = str(exc)
+        found = re.search(r'message: "([^"]+)"', text)
+        reason = found.group(1) if found else (text.splitlines() or [type(exc).__name__])[0]
+        raise EngineConnectionError(_ENGINE, address, f"cannot connect ({reason}); {check}") from None
+
+
 async def run_worker(
     address: str,
     *,
@@ -280,8 +310,10 @@ async def run_worker(
     agents: Sequence[str] = (),
     stores: Sequence[str] = (),
     sticky_timeout: float = 10.0,
+    connect_timeout: float = 10.0,
+    on_ready: Callable[[], None] | None = None,
 ) -> None:
-    """Run a worker until SIGINT or SIGTERM.
+    """Run a worker until SIGINT or SIGTERM; ``on_ready`` is called once it polls its task queue.
 
     ``agents`` and ``stores`` are loaded and opened first, so a worker that cannot build
     an agent or reach a store fails at start, not on its first run. ``stores`` are
@@ -291,16 +323,23 @@ async def run_worker(
     Raises:
         AgentLoadError: An agent does not load.
         SessionStoreError: A store cannot be opened.
+        EngineConnectionError: No Temporal server answers at ``address`` within
+            ``connect_timeout`` seconds.
     """
     directory = StoreDirectory.from_options(stores)
     activities = HarnessActivities(stores=directory)
-    for reference in agents:
-        activities.agent(reference)
-    for name in directory:
-        url = directory.url(name)
-        if url is not None:
-            activities.store(StoreReference.named(name))
-    client = await Client.connect(address, namespace=namespace)
+    try:
+        for reference in agents:
+            activities.agent(reference)
+        for name in directory:
+            url = directory.url(name)
+            if url is not None:
+                activities.store(StoreReference.named(name))
+    except ApplicationError as exc:  # what an activity would fail with: the worker raises the error itself
+        if isinstance(exc.__cause__, HarnessError):
+            raise exc.__cause__ from None
+        raise
+    client = await connect_client(address, namespace=namespace, timeout=connect_timeout)
     worker = create_worker(
         client, task_queue=task_queue, activities=activities, sticky_timeout=sticky_timeout
     )
@@ -310,6 +349,8 @@ async def run_worker(
         loop.add_signal_handler(sig, stop.set)
     try:
         async with worker:
+            if on_ready is not None:
+                on_ready()
             await stop.wait()
     finally:
         activities.close()

@@ -124,8 +124,11 @@ async def test_the_client_gets_the_models_own_error_type_with_its_attributes(
         handle = await engine.start("hi")
         with pytest.raises(ModelAuthenticationError) as caught:
             await handle.result()
+    assert type(caught.value) is ModelAuthenticationError
     assert caught.value.status_code == 401
     assert caught.value.provider_message == "invalid x-api-key"
+    assert (caught.value.provider, caught.value.model_name, caught.value.attempts) == ("primary", None, 1)
+    assert str(caught.value) == "primary (HTTP 401): invalid x-api-key"
 
 
 async def test_a_tool_reads_the_stored_log_and_gets_a_typed_error_for_the_history(
