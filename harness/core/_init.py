@@ -24,7 +24,7 @@ from typing import Any, Final, NoReturn, cast
 
 import attrs
 
-from harness.core.frozen import FrozenDict, freeze, freeze_mapping
+from harness.core.frozen import FrozenDict, content_items, freeze, freeze_mapping
 from harness.errors import PartFieldError, WireFormatError
 
 _FACTORY: Final = cast("type", type(attrs.Factory(tuple)))
@@ -33,6 +33,7 @@ _INLINE: Final[dict[object, str]] = {
     freeze_mapping: "{v} if type({v}) is FrozenDict else freeze_mapping({v})",
     freeze: "{v} if {v} is None else freeze({v})",
     tuple: "{v} if type({v}) is tuple else tuple({v})",
+    content_items: "tuple({v}) if type({v}) is list else {v}",
 }
 """Inline forms of known converters (``{v}`` is the argument's name)."""
 
@@ -59,11 +60,9 @@ def _failure(cls: type, spec: Any) -> Callable[[Any], NoReturn]:
 
 
 def _condition(arg: str, spec: Any, index: int) -> str:
-    """The inline test that ``arg`` breaks ``spec`` (``{arg}`` is set, ``_t{index}`` its types)."""
-    if spec.types == (str,):
-        bad = f"type({arg}) is not str and not isinstance({arg}, str)"
-    else:
-        bad = f"not isinstance({arg}, _t{index})"
+    """The inline test that ``arg`` breaks ``spec`` (``_t{index}``: its types, ``_e{index}``: the first)."""
+    # The exact first type is tested first: the common case costs one identity check.
+    bad = f"type({arg}) is not _e{index} and not isinstance({arg}, _t{index})"
     if spec.non_empty:
         bad = f"{bad} or not {arg}"
     return bad if spec.required else f"{arg} is not None and ({bad})"
@@ -116,6 +115,7 @@ def install(cls: type, fields: Sequence[Any] = ()) -> None:
         spec = specs.get(field.name)
         if spec is not None and spec.types is not None:
             namespace[f"_t{index}"] = spec.types
+            namespace[f"_e{index}"] = spec.types[0]
             namespace[f"_f{index}"] = _failure(cls, spec)
             checks.append(
                 f"    if {_condition(f'self.{field.name}', spec, index)}: _f{index}(self.{field.name})"

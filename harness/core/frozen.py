@@ -24,6 +24,7 @@ __all__ = [
     "EMPTY",
     "FrozenDict",
     "FrozenList",
+    "content_items",
     "freeze",
     "freeze_mapping",
     "frozen_update_at",
@@ -228,3 +229,8 @@ def thaw(value: Any) -> Any:
     if isinstance(value, list):
         return [thaw(item) for item in cast("list[Any]", value)]
     return value
+
+
+def content_items(value: Any) -> Any:
+    """Prompt content as the wire loader gives it back: a list of items becomes a tuple."""
+    return tuple(cast("list[Any]", value)) if type(value) is list else value

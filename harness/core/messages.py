@@ -72,6 +72,7 @@ from harness.core.fields import PART_FIELDS
 from harness.core.frozen import (
     EMPTY,
     FrozenDict,
+    content_items,
     freeze,
     freeze_mapping,
     frozen_update_at,
@@ -87,11 +88,6 @@ MessageKind: TypeAlias = Literal["request", "response"]
 
 HARNESS_KEY = "harness"
 """Key under which harness stores its own marks inside a part's or message's ``metadata``."""
-
-
-def _content_items(value: Any) -> Any:
-    """Prompt content as the wire loader gives it back: a list of items becomes a tuple."""
-    return tuple(cast("list[Any]", value)) if type(value) is list else value
 
 
 @attrs.frozen
@@ -111,7 +107,7 @@ class SystemPromptPart:
 class UserPromptPart:
     """What the user asked. ``content`` is a string or a sequence of content items."""
 
-    content: str | tuple[JsonValue, ...] = attrs.field(converter=_content_items)
+    content: str | tuple[JsonValue, ...] = attrs.field(converter=content_items)
     timestamp: datetime | None = attrs.field(default=None, kw_only=True)
     metadata: JsonValue = attrs.field(default=None, converter=freeze, kw_only=True)  # pyright: ignore[reportUnknownVariableType]
     extra: Mapping[str, Any] = attrs.field(default=EMPTY, converter=freeze_mapping, repr=False, kw_only=True)
@@ -209,7 +205,7 @@ class RetryPromptPart:
     general retry (for example after an unparsable response) and answers no call.
     """
 
-    content: str | tuple[JsonValue, ...] = attrs.field(converter=_content_items)
+    content: str | tuple[JsonValue, ...] = attrs.field(converter=content_items)
     tool_name: str | None = attrs.field(default=None, kw_only=True)
     tool_call_id: str | None = attrs.field(default=None, kw_only=True)
     timestamp: datetime | None = attrs.field(default=None, kw_only=True)

@@ -47,6 +47,7 @@ EXAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "InteropError": (("cannot convert",), {}),
     "MaxIterationsExceeded": ((7,), {}),
     "MessageError": (("bad part",), {}),
+    "PartFieldError": (("ToolCallPart", "tool_name", "must be a string, got object"), {}),
     "ModelAuthenticationError": (
         ("openai", "bad key"),
         {"status_code": 401, "model_name": "gpt", "attempts": 1},
