@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from harness.core import MaskedURL
 from harness.errors import EngineConnectionError, HarnessError
-from harness.redaction import MaskedURL
 from harness_dbos.config import system_database_url
 
 if TYPE_CHECKING:
