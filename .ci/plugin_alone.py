@@ -37,8 +37,16 @@ def history() -> list[CanonicalMessage]:
     messages: list[CanonicalMessage] = []
     for i in range(8):
         messages.append(CanonicalMessage.user(f"step {i}: read the file"))
-        messages.append(CanonicalMessage.response(ToolCallPart(f"c{i}", "read_file", {"path": "a.py"})))
-        messages.append(CanonicalMessage.request(ToolReturnPart(f"c{i}", "read_file", "x = 1\n" * 200)))
+        messages.append(
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{i}", tool_name="read_file", args={"path": "a.py"})
+            )
+        )
+        messages.append(
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=f"c{i}", tool_name="read_file", content="x = 1\n" * 200)
+            )
+        )
         messages.append(CanonicalMessage.response(TextPart(f"done {i}")))
     messages.append(CanonicalMessage.user("next"))
     return messages
@@ -176,7 +184,9 @@ def _looping_model(calls: int) -> Any:
         if done >= calls:
             answers = [p.content for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
             return CanonicalMessage.response(TextPart(" | ".join(map(str, answers))))
-        return CanonicalMessage.response(ToolCallPart(f"c{done}", "echo", {"text": f"call {done}"}))
+        return CanonicalMessage.response(
+            ToolCallPart(tool_call_id=f"c{done}", tool_name="echo", args={"text": f"call {done}"})
+        )
 
     return FunctionModel(respond)
 
@@ -258,7 +268,9 @@ class _ClearReads(Capability):
         messages = list(ctx.messages)
         for mi, pi in returns[:-1]:
             parts = list(messages[mi].parts)
-            parts[pi] = ToolReturnPart(parts[pi].tool_call_id, "read", "[cleared]")
+            parts[pi] = ToolReturnPart(
+                tool_call_id=parts[pi].tool_call_id, tool_name="read", content="[cleared]"
+            )
             messages[mi] = messages[mi].replace(parts=tuple(parts))
         ctx.replace_messages(messages, strategy=self.name, reason=reason)
 
@@ -277,8 +289,17 @@ def check_compact_on_request(cls: type) -> int:
         """
         return f"{path}: " + "text " * 800
 
-    steps = [CanonicalMessage.response(ToolCallPart(f"r{i}", "read", {"path": f"f{i}"})) for i in range(3)]
-    steps.append(CanonicalMessage.response(ToolCallPart("k", "compact_context", {"reason": "reads done"})))
+    steps = [
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id=f"r{i}", tool_name="read", args={"path": f"f{i}"})
+        )
+        for i in range(3)
+    ]
+    steps.append(
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="k", tool_name="compact_context", args={"reason": "reads done"})
+        )
+    )
     model = FunctionModel.from_responses(*steps, "done")
     result = Agent(model, tools=[read], capabilities=[cls(stack=[_ClearReads()])]).run_sync("read")
     before, after = (TokenCounter().count_messages(model.requests[i]) for i in (3, 4))

@@ -153,8 +153,12 @@ def _next_request_case(
         call_id = f"next_{step}"
         messages = [
             *state["messages"],
-            CanonicalMessage.response(ToolCallPart(call_id, "read_file", {"path": path_for(step)})),
-            CanonicalMessage.request(ToolReturnPart(call_id, "read_file", file_text(step))),
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=call_id, tool_name="read_file", args={"path": path_for(step)})
+            ),
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=call_id, tool_name="read_file", content=file_text(step))
+            ),
         ]
         counter.count_messages(messages)
         state["ctx"] = RequestContext(

@@ -65,7 +65,9 @@ class _Scripted:
         else:
             path = f"src/pkg/module_{self.calls % 50}.py"
             reply = CanonicalMessage.response(
-                ToolCallPart(f"bench_{time.perf_counter_ns()}", "read_file", {"path": path})
+                ToolCallPart(
+                    tool_call_id=f"bench_{time.perf_counter_ns()}", tool_name="read_file", args={"path": path}
+                )
             )
         self.outside += time.perf_counter() - start
         return reply

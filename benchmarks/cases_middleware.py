@@ -106,7 +106,9 @@ def _tool_call(wrappers: int) -> Measurement:
     counter = iter(range(10**9))
 
     async def one() -> None:
-        await executor.run_batch([ToolCallPart(f"c{next(counter)}", "echo", {"text": "hi"})])
+        await executor.run_batch(
+            [ToolCallPart(tool_call_id=f"c{next(counter)}", tool_name="echo", args={"text": "hi"})]
+        )
 
     return measure_async(
         "middleware",

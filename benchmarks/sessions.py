@@ -94,10 +94,15 @@ class SessionMeasurement(Measurement):
 
 def step_messages(step: Step) -> tuple[CanonicalMessage, CanonicalMessage]:
     """The model response and the tool-result request of one workload step."""
-    calls = [ToolCallPart(c.call_id, "bash", {"command": c.command}) for c in step.calls]
+    calls = [
+        ToolCallPart(tool_call_id=c.call_id, tool_name="bash", args={"command": c.command})
+        for c in step.calls
+    ]
     parts = [TextPart(step.text), *calls] if step.text else calls
     response = CanonicalMessage.response(*parts)
-    request = CanonicalMessage.request(*(ToolReturnPart(c.call_id, "bash", c.result) for c in step.calls))
+    request = CanonicalMessage.request(
+        *(ToolReturnPart(tool_call_id=c.call_id, tool_name="bash", content=c.result) for c in step.calls)
+    )
     return response, request
 
 

@@ -15,9 +15,15 @@ def build_history(n: int) -> list[CanonicalMessage]:
     for cycle in cycles(n):
         messages.append(CanonicalMessage.request(UserPromptPart(cycle.prompt)))
         messages.append(
-            CanonicalMessage.response(ToolCallPart(cycle.call_id, "read_file", {"path": cycle.path}))
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=cycle.call_id, tool_name="read_file", args={"path": cycle.path})
+            )
         )
-        messages.append(CanonicalMessage.request(ToolReturnPart(cycle.call_id, "read_file", cycle.content)))
+        messages.append(
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=cycle.call_id, tool_name="read_file", content=cycle.content)
+            )
+        )
         messages.append(CanonicalMessage.response(TextPart(cycle.answer)))
     messages = messages[: n - 1]
     if messages[-1].kind == "request":

@@ -93,17 +93,23 @@ def scripted_model(messages: list[CanonicalMessage], info: FunctionInfo) -> Cano
     for part in messages[-1].parts:  # the request being answered
         if isinstance(part, UserPromptPart):
             if "notes.txt" in part.text:
-                return CanonicalMessage.response(ToolCallPart("c1", "read_file", {"path": "notes.txt"}))
+                return CanonicalMessage.response(
+                    ToolCallPart(tool_call_id="c1", tool_name="read_file", args={"path": "notes.txt"})
+                )
             if "Add" in part.text:
                 # A deliberate mistake: the expression is incomplete, so calculate raises ToolRetry.
-                return CanonicalMessage.response(ToolCallPart("c2", "calculate", {"expression": "12 + 30 +"}))
+                return CanonicalMessage.response(
+                    ToolCallPart(tool_call_id="c2", tool_name="calculate", args={"expression": "12 + 30 +"})
+                )
             if "remind" in part.text:
                 returns = [p for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
                 files = [r for r in returns if r.tool_name == "read_file"]
                 totals = [r.content for r in returns if r.tool_name == "calculate"]
                 return f"Earlier I read {len(files)} file(s) and computed {totals[-1]:g}."
         if isinstance(part, RetryPromptPart) and part.tool_name == "calculate":
-            return CanonicalMessage.response(ToolCallPart("c3", "calculate", {"expression": "12 + 30"}))
+            return CanonicalMessage.response(
+                ToolCallPart(tool_call_id="c3", tool_name="calculate", args={"expression": "12 + 30"})
+            )
         if isinstance(part, ToolReturnPart):
             if part.tool_name == "read_file":
                 return f"notes.txt says: {str(part.content).strip()}"

@@ -82,12 +82,13 @@ class ScriptedCoder:
         call_id = f"call_{self.calls:02d}"
         if self.calls % 3 == 0:
             return CanonicalMessage.response(
-                TextPart("Running the tests."), ToolCallPart(call_id, "run_tests", {"only": "parser"})
+                TextPart("Running the tests."),
+                ToolCallPart(tool_call_id=call_id, tool_name="run_tests", args={"only": "parser"}),
             )
         name = FILES[self.calls % len(FILES)]
         return CanonicalMessage.response(
             TextPart(f"Step {self.calls}: the tests still fail, so I am reading {name} once more."),
-            ToolCallPart(call_id, "read_file", {"path": name}),
+            ToolCallPart(tool_call_id=call_id, tool_name="read_file", args={"path": name}),
         )
 
 

@@ -144,11 +144,16 @@ def history() -> list[CanonicalMessage]:
     return [
         CanonicalMessage.request(UserPromptPart("Why does the build fail?")),
         CanonicalMessage.response(
-            TextPart("Reading the log."), ToolCallPart("c1", "read_log", {"name": "build"})
+            TextPart("Reading the log."),
+            ToolCallPart(tool_call_id="c1", tool_name="read_log", args={"name": "build"}),
         ),
-        CanonicalMessage.request(ToolReturnPart("c1", "read_log", LOG)),
-        CanonicalMessage.response(ToolCallPart("c2", "read_log", {"name": "test"})),
-        CanonicalMessage.request(ToolReturnPart("c2", "read_log", LOG + "\nline 60: FAILED")),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="c1", tool_name="read_log", content=LOG)),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="c2", tool_name="read_log", args={"name": "test"})
+        ),
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="c2", tool_name="read_log", content=LOG + "\nline 60: FAILED")
+        ),
         CanonicalMessage.response(TextPart("The last test line failed.")),
         CanonicalMessage.request(UserPromptPart("Which one?")),
     ]
@@ -185,9 +190,13 @@ def show_in_agent() -> None:
     def model(messages: list[CanonicalMessage], info: FunctionInfo) -> CanonicalMessage | str:
         returns = [p for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
         if not returns:
-            return CanonicalMessage.response(ToolCallPart("c1", "read_log", {"name": "build"}))
+            return CanonicalMessage.response(
+                ToolCallPart(tool_call_id="c1", tool_name="read_log", args={"name": "build"})
+            )
         if len(returns) == 1:
-            return CanonicalMessage.response(ToolCallPart("c2", "read_log", {"name": "test"}))
+            return CanonicalMessage.response(
+                ToolCallPart(tool_call_id="c2", tool_name="read_log", args={"name": "test"})
+            )
         old, newest = (len(str(r.content)) for r in returns)
         return f"I saw the old result as {old} characters and the newest in full, {newest} characters."
 

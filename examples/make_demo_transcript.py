@@ -55,8 +55,14 @@ def build() -> list[CanonicalMessage]:
         nonlocal call
         call += 1
         call_id = f"demo_call_{call:03d}"
-        messages.append(CanonicalMessage.response(TextPart(thought), ToolCallPart(call_id, tool, args)))
-        messages.append(CanonicalMessage.request(ToolReturnPart(call_id, tool, result)))
+        messages.append(
+            CanonicalMessage.response(
+                TextPart(thought), ToolCallPart(tool_call_id=call_id, tool_name=tool, args=args)
+            )
+        )
+        messages.append(
+            CanonicalMessage.request(ToolReturnPart(tool_call_id=call_id, tool_name=tool, content=result))
+        )
 
     step(
         "Let me look at the project layout.",

@@ -11,7 +11,7 @@ the one place to look for a harness exception is the point of it.
 
 The families:
 
-* messages and files: :class:`MessageError`, :class:`WireFormatError`,
+* messages and files: :class:`MessageError`, :class:`PartFieldError`, :class:`WireFormatError`,
   :class:`HistoryFileError`, :class:`InteropError`;
 * tokens: :class:`TokenizerError`, :class:`ApproximateTokenCountWarning`;
 * sessions, stores and file writes: :class:`SessionLoadError`, :class:`SessionSaveError`,
@@ -58,6 +58,7 @@ __all__ = [
     "InteropError",
     "MaxIterationsExceeded",
     "MessageError",
+    "PartFieldError",
     "ModelAuthenticationError",
     "ModelBadRequestError",
     "ModelContextLengthError",
@@ -261,6 +262,30 @@ def is_experimental(module_name: str) -> bool:
 
 class MessageError(HarnessError, ValueError):
     """A message or part was built with values that break the message model."""
+
+
+class PartFieldError(MessageError):
+    """A part was built with a field value its wire form cannot hold (it would not load back).
+
+    The constructor checks each field against the same field specs the wire loader uses
+    (:data:`harness.core.fields.PART_FIELDS`). The message is one line:
+    ``ToolCallPart.tool_name must be a string, got object``; the value itself is not shown.
+
+    Attributes:
+        part: The part's class name (``"ToolCallPart"``).
+        field: The field.
+        reason: What was wrong (the wire check's words).
+    """
+
+    def __init__(self, part: str, field: str, reason: str) -> None:
+        self.part = part
+        self.field = field
+        self.reason = reason
+        super().__init__(f"{part}.{field} {reason}")
+
+    def __reduce__(self) -> tuple[type[PartFieldError], tuple[str, str, str]]:
+        """Pickle with the structured attributes (for process pools)."""
+        return (type(self), (self.part, self.field, self.reason))
 
 
 class WireFormatError(HarnessError, ValueError):
@@ -642,13 +667,10 @@ class PluginLoadWarning(HarnessWarning):
         distribution: The distribution that ships it, when known.
     """
 
-    def __init__(self, message: str, plugin_name: str = "", distribution: str | None = None) -> None:
+    def __init__(self, message: str, *, plugin_name: str, distribution: str | None = None) -> None:
         self.plugin_name = plugin_name
         self.distribution = distribution
-        super().__init__(message, plugin_name, distribution)
-
-    def __str__(self) -> str:
-        return str(self.args[0])
+        super().__init__(message)
 
 
 class CapabilityError(HarnessError):

@@ -258,11 +258,16 @@ def reading_session(reads: int) -> list[CanonicalMessage]:
         call_id = f"r{i}"
         messages.append(
             CanonicalMessage.response(
-                TextPart(f"Reading again ({i})."), ToolCallPart(call_id, "read_file", {"path": "app.py"})
+                TextPart(f"Reading again ({i})."),
+                ToolCallPart(tool_call_id=call_id, tool_name="read_file", args={"path": "app.py"}),
             )
         )
         body = "\n".join(f"def f{j}(x: int) -> int:\n    return x + {j + i}" for j in range(40))
-        messages.append(CanonicalMessage.request(ToolReturnPart(call_id, "read_file", body)))
+        messages.append(
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=call_id, tool_name="read_file", content=body)
+            )
+        )
     messages.append(CanonicalMessage.response(TextPart("Found it.")))
     return messages
 

@@ -68,6 +68,7 @@ import attrs
 
 from harness.core._evolve import MAKERS, evolve
 from harness.core._init import install as install_init
+from harness.core.fields import PART_FIELDS
 from harness.core.frozen import (
     EMPTY,
     FrozenDict,
@@ -88,9 +89,9 @@ HARNESS_KEY = "harness"
 """Key under which harness stores its own marks inside a part's or message's ``metadata``."""
 
 
-def _non_empty_id(_instance: object, attribute: attrs.Attribute[str], value: str) -> None:
-    if not isinstance(value, str) or not value:  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise MessageError(f"{attribute.name} must be a non-empty string, got {value!r}")
+def _content_items(value: Any) -> Any:
+    """Prompt content as the wire loader gives it back: a list of items becomes a tuple."""
+    return tuple(cast("list[Any]", value)) if type(value) is list else value
 
 
 @attrs.frozen
@@ -98,10 +99,10 @@ class SystemPromptPart:
     """Instructions for the model (request only; never persisted by the loop)."""
 
     content: str
-    timestamp: datetime | None = None
-    dynamic_ref: str | None = None
-    metadata: JsonValue = attrs.field(default=None, converter=freeze)  # pyright: ignore[reportUnknownVariableType]
-    extra: Mapping[str, Any] = attrs.field(default=EMPTY, converter=freeze_mapping, repr=False)
+    timestamp: datetime | None = attrs.field(default=None, kw_only=True)
+    dynamic_ref: str | None = attrs.field(default=None, kw_only=True)
+    metadata: JsonValue = attrs.field(default=None, converter=freeze, kw_only=True)  # pyright: ignore[reportUnknownVariableType]
+    extra: Mapping[str, Any] = attrs.field(default=EMPTY, converter=freeze_mapping, repr=False, kw_only=True)
     __hash__ = refuse_hash
     part_kind: ClassVar[str] = "system-prompt"
 
@@ -110,10 +111,10 @@ class SystemPromptPart:
 class UserPromptPart:
     """What the user asked. ``content`` is a string or a sequence of content items."""
 
-    content: str | tuple[JsonValue, ...]
-    timestamp: datetime | None = None
-    metadata: JsonValue = attrs.field(default=None, converter=freeze)  # pyright: ignore[reportUnknownVariableType]
-    extra: Mapping[str, Any] = attrs.field(default=EMPTY, converter=freeze_mapping, repr=False)
+    content: str | tuple[JsonValue, ...] = attrs.field(converter=_content_items)
+    timestamp: datetime | None = attrs.field(default=None, kw_only=True)
+    metadata: JsonValue = attrs.field(default=None, converter=freeze, kw_only=True)  # pyright: ignore[reportUnknownVariableType]
+    extra: Mapping[str, Any] = attrs.field(default=EMPTY, converter=freeze_mapping, repr=False, kw_only=True)
     __hash__ = refuse_hash
     part_kind: ClassVar[str] = "user-prompt"
 
@@ -130,8 +131,8 @@ class TextPart:
     """Plain text the model answered with (response only)."""
 
     content: str
-    metadata: JsonValue = attrs.field(default=None, converter=freeze)  # pyright: ignore[reportUnknownVariableType]
-    extra: Mapping[str, Any] = attrs.field(default=EMPTY, converter=freeze_mapping, repr=False)
+    metadata: JsonValue = attrs.field(default=None, converter=freeze, kw_only=True)  # pyright: ignore[reportUnknownVariableType]
+    extra: Mapping[str, Any] = attrs.field(default=EMPTY, converter=freeze_mapping, repr=False, kw_only=True)
     __hash__ = refuse_hash
     part_kind: ClassVar[str] = "text"
 
@@ -141,15 +142,15 @@ class ThoughtPart:
     """Model thinking (response only). Wire ``part_kind`` is ``"thinking"``."""
 
     content: str
-    signature: str | None = None
-    provider_name: str | None = None
-    metadata: JsonValue = attrs.field(default=None, converter=freeze)  # pyright: ignore[reportUnknownVariableType]
-    extra: Mapping[str, Any] = attrs.field(default=EMPTY, converter=freeze_mapping, repr=False)
+    signature: str | None = attrs.field(default=None, kw_only=True)
+    provider_name: str | None = attrs.field(default=None, kw_only=True)
+    metadata: JsonValue = attrs.field(default=None, converter=freeze, kw_only=True)  # pyright: ignore[reportUnknownVariableType]
+    extra: Mapping[str, Any] = attrs.field(default=EMPTY, converter=freeze_mapping, repr=False, kw_only=True)
     __hash__ = refuse_hash
     part_kind: ClassVar[str] = "thinking"
 
 
-@attrs.frozen
+@attrs.frozen(kw_only=True)
 class ToolCallPart:
     """A tool call the model asked for (response only).
 
@@ -157,7 +158,7 @@ class ToolCallPart:
     write it. Use :meth:`args_as_dict` to read it either way.
     """
 
-    tool_call_id: str = attrs.field(validator=_non_empty_id)
+    tool_call_id: str
     tool_name: str
     args: Mapping[str, JsonValue] | str | None = None
     metadata: JsonValue = attrs.field(default=None, converter=freeze)  # pyright: ignore[reportUnknownVariableType]
@@ -186,11 +187,11 @@ class ToolCallPart:
         return dict(self.args)
 
 
-@attrs.frozen
+@attrs.frozen(kw_only=True)
 class ToolReturnPart:
     """The result of a tool call (request only). ``content`` is any JSON value."""
 
-    tool_call_id: str = attrs.field(validator=_non_empty_id)
+    tool_call_id: str
     tool_name: str | None
     content: JsonValue
     timestamp: datetime | None = None
@@ -208,12 +209,12 @@ class RetryPromptPart:
     general retry (for example after an unparsable response) and answers no call.
     """
 
-    content: str | tuple[JsonValue, ...]
-    tool_name: str | None = None
-    tool_call_id: str | None = None
-    timestamp: datetime | None = None
-    metadata: JsonValue = attrs.field(default=None, converter=freeze)  # pyright: ignore[reportUnknownVariableType]
-    extra: Mapping[str, Any] = attrs.field(default=EMPTY, converter=freeze_mapping, repr=False)
+    content: str | tuple[JsonValue, ...] = attrs.field(converter=_content_items)
+    tool_name: str | None = attrs.field(default=None, kw_only=True)
+    tool_call_id: str | None = attrs.field(default=None, kw_only=True)
+    timestamp: datetime | None = attrs.field(default=None, kw_only=True)
+    metadata: JsonValue = attrs.field(default=None, converter=freeze, kw_only=True)  # pyright: ignore[reportUnknownVariableType]
+    extra: Mapping[str, Any] = attrs.field(default=EMPTY, converter=freeze_mapping, repr=False, kw_only=True)
     __hash__ = refuse_hash
     part_kind: ClassVar[str] = "retry-prompt"
 
@@ -228,7 +229,7 @@ class UnknownPart:
     """A part kind harness does not model, kept verbatim (``data`` holds every key)."""
 
     kind: str
-    data: Mapping[str, Any] = attrs.field(converter=freeze_mapping)
+    data: Mapping[str, Any] = attrs.field(converter=freeze_mapping, kw_only=True)
     __hash__ = refuse_hash
 
     @property
@@ -325,7 +326,9 @@ class CanonicalMessage:
         return maker(self, *changes.values())
 
 
-for _cls in (*_REQUEST_TYPES, *_RESPONSE_TYPES, UnknownPart, CanonicalMessage):
+for _cls in (*_REQUEST_TYPES, *_RESPONSE_TYPES):
+    install_init(_cls, PART_FIELDS[_cls.part_kind])
+for _cls in (UnknownPart, CanonicalMessage):
     install_init(_cls)
 
 

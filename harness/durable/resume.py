@@ -93,7 +93,12 @@ def plan_resume(
             rerun.append(call)
             continue
         answer = with_harness_mark(
-            ToolReturnPart(call.tool_call_id, call.tool_name, OUTCOME_UNKNOWN_CONTENT, timestamp=now),
+            ToolReturnPart(
+                tool_call_id=call.tool_call_id,
+                tool_name=call.tool_name,
+                content=OUTCOME_UNKNOWN_CONTENT,
+                timestamp=now,
+            ),
             outcome_unknown=True,
         )
         # The answer is recorded with the entry, so a run killed again before the answer is

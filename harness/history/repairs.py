@@ -205,7 +205,9 @@ def answer_dangling_calls(
         calls = [call for _, call in found]
         synthetic: list[Part] = [
             with_harness_mark(
-                ToolReturnPart(call.tool_call_id, call.tool_name, content), synthetic=True, reason="dangling"
+                ToolReturnPart(tool_call_id=call.tool_call_id, tool_name=call.tool_name, content=content),
+                synthetic=True,
+                reason="dangling",
             )
             for call in calls
         ]

@@ -124,7 +124,8 @@ def observer_plugins() -> list[tuple[str, object]]:
         except PluginLoadError as exc:
             if ep.name not in _warned:
                 _warned.add(ep.name)
-                warn_at_caller(PluginLoadWarning(f"{exc}; skipped", ep.name, source.distribution))
+                text, dist = f"{exc}; skipped", source.distribution
+                warn_at_caller(PluginLoadWarning(text, plugin_name=ep.name, distribution=dist))
             continue
         if not any(seen is obj for _, seen in found):
             found.append((key, obj))

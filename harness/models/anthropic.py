@@ -307,9 +307,9 @@ def from_anthropic_message(data: Mapping[str, Any], *, model_name: str) -> Canon
             arguments: object = block.get("input")
             parts.append(
                 ToolCallPart(
-                    str(block.get("id")),
-                    str(block.get("name", "")),
-                    arguments  # pyright: ignore[reportUnknownArgumentType]
+                    tool_call_id=str(block.get("id")),
+                    tool_name=str(block.get("name", "")),
+                    args=arguments  # pyright: ignore[reportUnknownArgumentType]
                     if isinstance(arguments, Mapping)
                     # a streamed input that is not a JSON object: kept raw, so the loop asks for a fix
                     else parse_arguments(arguments)
@@ -318,9 +318,9 @@ def from_anthropic_message(data: Mapping[str, Any], *, model_name: str) -> Canon
                 )
             )
         elif kind == "compaction":
-            parts.append(UnknownPart(COMPACTION_KIND, {**block, "part_kind": COMPACTION_KIND}))
+            parts.append(UnknownPart(COMPACTION_KIND, data={**block, "part_kind": COMPACTION_KIND}))
         else:
-            parts.append(UnknownPart(f"anthropic-{kind}", dict(block)))
+            parts.append(UnknownPart(f"anthropic-{kind}", data=dict(block)))
     raw_finish: object = data.get("stop_reason")
     finish = _FINISH_REASONS.get(raw_finish, raw_finish) if isinstance(raw_finish, str) else None
     name: object = data.get("model")

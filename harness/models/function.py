@@ -183,7 +183,13 @@ class _Assembler:
             elif building.kind is ThinkingDelta:
                 parts.append(ThoughtPart(text, signature=building.signature))
             else:
-                parts.append(ToolCallPart(building.call_id, building.tool_name, parse_arguments(text)))
+                parts.append(
+                    ToolCallPart(
+                        tool_call_id=building.call_id,
+                        tool_name=building.tool_name,
+                        args=parse_arguments(text),
+                    )
+                )
         return CanonicalMessage.response(*parts)
 
 

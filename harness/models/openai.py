@@ -274,9 +274,11 @@ def from_openai_completion(
         arguments: object = function.get("arguments")
         parts.append(
             ToolCallPart(
-                call_id if isinstance(call_id, str) and call_id else f"call_{uuid.uuid4().hex[:24]}",
-                name,
-                parse_arguments(arguments if isinstance(arguments, str) else None),
+                tool_call_id=call_id
+                if isinstance(call_id, str) and call_id
+                else f"call_{uuid.uuid4().hex[:24]}",
+                tool_name=name,
+                args=parse_arguments(arguments if isinstance(arguments, str) else None),
             )
         )
     raw_finish: object = choice.get("finish_reason")

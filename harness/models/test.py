@@ -137,7 +137,9 @@ class TestModel:
                 self._counter += 1
                 generated: Any = example_for_schema(tool.parameters_json_schema)
                 args: dict[str, Any] = dict(generated) if isinstance(generated, dict) else {}  # pyright: ignore[reportUnknownArgumentType]
-                calls.append(ToolCallPart(f"test_call_{self._counter}", tool.name, args))
+                calls.append(
+                    ToolCallPart(tool_call_id=f"test_call_{self._counter}", tool_name=tool.name, args=args)
+                )
             result = CanonicalMessage.response(*calls)
         return finish_response(
             result, model_name=self._model_name, messages=messages, source="TestModel", counter=self._tokens

@@ -343,7 +343,10 @@ class ToolExecutor:
             reason = outcome.error or "awaiting approval"
             part = with_harness_mark(
                 ToolReturnPart(
-                    call.tool_call_id, call.tool_name, AWAITING_APPROVAL_CONTENT, timestamp=self.effects.now()
+                    tool_call_id=call.tool_call_id,
+                    tool_name=call.tool_name,
+                    content=AWAITING_APPROVAL_CONTENT,
+                    timestamp=self.effects.now(),
                 ),
                 awaiting_approval=True,
                 reason=reason,
@@ -358,14 +361,20 @@ class ToolExecutor:
         if outcome.kind == "returned":
             self._retries[call.tool_name] = 0
             part = ToolReturnPart(
-                call.tool_call_id, call.tool_name, outcome.content, timestamp=self.effects.now()
+                tool_call_id=call.tool_call_id,
+                tool_name=call.tool_name,
+                content=outcome.content,
+                timestamp=self.effects.now(),
             )
             await self._finish(call, part, registry.complete(call.tool_call_id, _short(outcome.content)))
             return
         if outcome.kind == "unknown":
             part = with_harness_mark(
                 ToolReturnPart(
-                    call.tool_call_id, call.tool_name, OUTCOME_UNKNOWN_CONTENT, timestamp=self.effects.now()
+                    tool_call_id=call.tool_call_id,
+                    tool_name=call.tool_name,
+                    content=OUTCOME_UNKNOWN_CONTENT,
+                    timestamp=self.effects.now(),
                 ),
                 outcome_unknown=True,
             )
@@ -381,7 +390,12 @@ class ToolExecutor:
             idempotent=tool.idempotent if tool is not None else True,
         )
         part = with_harness_mark(
-            ToolReturnPart(call.tool_call_id, call.tool_name, content, timestamp=self.effects.now()),
+            ToolReturnPart(
+                tool_call_id=call.tool_call_id,
+                tool_name=call.tool_name,
+                content=content,
+                timestamp=self.effects.now(),
+            ),
             tool_error=True,
         )
         await self._finish(call, part, registry.fail(call.tool_call_id, error))
@@ -468,7 +482,12 @@ class ToolExecutor:
         if isinstance(exc, UserAbort | KeyboardInterrupt):
             reason = f"{ABORTED_TOOL_CONTENT}: {exc}" if str(exc) else ABORTED_TOOL_CONTENT
             part = with_harness_mark(
-                ToolReturnPart(call.tool_call_id, call.tool_name, reason, timestamp=self.effects.now()),
+                ToolReturnPart(
+                    tool_call_id=call.tool_call_id,
+                    tool_name=call.tool_name,
+                    content=reason,
+                    timestamp=self.effects.now(),
+                ),
                 aborted=True,
             )
             await self._finish(call, part, registry.cancel(call.tool_call_id, reason))
@@ -476,7 +495,10 @@ class ToolExecutor:
         error = f"{type(exc).__name__}: {exc}"
         part = with_harness_mark(
             ToolReturnPart(
-                call.tool_call_id, call.tool_name, f"Tool failed: {error}", timestamp=self.effects.now()
+                tool_call_id=call.tool_call_id,
+                tool_name=call.tool_name,
+                content=f"Tool failed: {error}",
+                timestamp=self.effects.now(),
             ),
             tool_error=True,
         )

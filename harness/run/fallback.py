@@ -67,7 +67,7 @@ def _call_from_object(obj: Any, tools: Collection[str], make_id: Callable[[], st
             # OpenAI style: {"function": {"name": ..., "arguments": ...}}
             return _call_from_object(name, tools, make_id)
         if isinstance(name, str) and name in tools:
-            return ToolCallPart(make_id(), name, _parse_args(data.get(args_key)))
+            return ToolCallPart(tool_call_id=make_id(), tool_name=name, args=_parse_args(data.get(args_key)))
     return None
 
 
@@ -154,7 +154,7 @@ def extract_fallback_tool_calls(
     # 2. <function=name>{args}</function>
     for name, body in _FUNCTION_TAG.findall(text):
         if name in tools:
-            calls.append(ToolCallPart(make_id(), name, _parse_args(body)))
+            calls.append(ToolCallPart(tool_call_id=make_id(), tool_name=name, args=_parse_args(body)))
     if calls:
         return calls
     # 3. fenced block

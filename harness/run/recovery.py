@@ -75,7 +75,12 @@ def answer_interrupted_batch(
         part = results.get(call.tool_call_id)
         if part is None:
             part = with_harness_mark(
-                ToolReturnPart(call.tool_call_id, call.tool_name, ABORTED_TOOL_CONTENT, timestamp=now()),
+                ToolReturnPart(
+                    tool_call_id=call.tool_call_id,
+                    tool_name=call.tool_name,
+                    content=ABORTED_TOOL_CONTENT,
+                    timestamp=now(),
+                ),
                 aborted=True,
             )
         parts.append(part)

@@ -98,9 +98,10 @@ class SqliteStore:
         durability: ``"normal"`` survives a killed process; ``"full"`` also a power cut.
         busy_timeout: Seconds to wait for another process's write to finish.
         read_only: Open an existing database for reading only (what read-only commands
-            do): nothing is created, migrated or written, and a write raises
-            :class:`~harness.errors.SessionStoreError`. SQLite may still create the
-            database's ``-wal`` / ``-shm`` files beside it to read it.
+            do): nothing is created or written, and a write raises
+            :class:`~harness.errors.SessionStoreError`. A store of an older release is
+            migrated first, as any command would; SQLite may create the database's
+            ``-wal`` / ``-shm`` files beside it to read it.
 
     Raises:
         SessionStoreError: The file is not a SQLite database, is corrupt, or has a newer
@@ -175,10 +176,13 @@ class SqliteStore:
                 )
         db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         if self.read_only:
-            if version < SCHEMA_VERSION:
+            if version == 0:
                 raise SessionStoreError(
                     self._url, "the file holds no session store yet (nothing was ever written)"
                 )
+            if version < SCHEMA_VERSION and self.path is not None:
+                # An older release's store: migrated once, as any command would, then read.
+                SqliteStore(self.path, busy_timeout=busy_timeout).close()
         elif self.path is not None:
             mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":

@@ -226,8 +226,8 @@ class HistoryBuilder:
             tool, args = spec[0], spec[1]
             result: JsonValue = spec[2] if len(spec) == 3 else "ok"
             call_id = self._new_id(None if ids is None else ids[position])
-            self._response.append(ToolCallPart(call_id, tool, args))
-            answers.append(ToolReturnPart(call_id, tool, result))
+            self._response.append(ToolCallPart(tool_call_id=call_id, tool_name=tool, args=args))
+            answers.append(ToolReturnPart(tool_call_id=call_id, tool_name=tool, content=result))
         self._close_response()
         self._request.extend(answers)
         return self
@@ -253,7 +253,7 @@ class HistoryBuilder:
         """
         self._close_request()
         call_id = self._new_id(None)
-        self._response.append(ToolCallPart(call_id, tool, args))
+        self._response.append(ToolCallPart(tool_call_id=call_id, tool_name=tool, args=args))
         self._close_response()
         self._request.append(RetryPromptPart(error, tool_name=tool, tool_call_id=call_id))
         if result is not None:
@@ -263,7 +263,9 @@ class HistoryBuilder:
     def dangling(self, tool: str, args: ToolArgs = None, *, tool_call_id: str | None = None) -> Self:
         """Add a tool call nobody answers (an invalid history: build with ``validate=False``)."""
         self._close_request()
-        self._response.append(ToolCallPart(self._new_id(tool_call_id), tool, args))
+        self._response.append(
+            ToolCallPart(tool_call_id=self._new_id(tool_call_id), tool_name=tool, args=args)
+        )
         self._close_response()
         return self
 

@@ -166,9 +166,11 @@ class ScenarioModel:
                 TextPart(f"Done after {self.scenario.steps} steps: saw {results} tool results.")
             )
         if nxt == self.scenario.block_tool and not self.scenario.idempotent:
-            call = ToolCallPart(f"call_{nxt}", "send_email", {"to": f"user{nxt}@example.com"})
+            call = ToolCallPart(
+                tool_call_id=f"call_{nxt}", tool_name="send_email", args={"to": f"user{nxt}@example.com"}
+            )
         else:
-            call = ToolCallPart(f"call_{nxt}", "work", {"n": nxt})
+            call = ToolCallPart(tool_call_id=f"call_{nxt}", tool_name="work", args={"n": nxt})
         return CanonicalMessage.response(TextPart(f"{STEP_MARK}{nxt} {RUN_MARK}{run}"), call)
 
     async def request(

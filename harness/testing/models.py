@@ -75,7 +75,9 @@ def _part(item: object, ids: _Ids, where: str) -> Part:
     if isinstance(item, str):
         return TextPart(item)
     if isinstance(item, ScriptedCall):
-        return ToolCallPart(item.tool_call_id or ids.next(), item.tool_name, item.args)
+        return ToolCallPart(
+            tool_call_id=item.tool_call_id or ids.next(), tool_name=item.tool_name, args=item.args
+        )
     if isinstance(item, Part):
         return item
     raise ScriptError(f"{where}: cannot turn {type(item).__name__} into a response part")

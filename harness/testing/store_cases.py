@@ -203,7 +203,9 @@ class RecordCases(ConformanceBase):
         session.checkpoint()
         original_log = store.read_log(session.session_id)
         view = session.messages
-        cleared = view[2].replace(parts=(ToolReturnPart("call_a", "grep", "[cleared]"),))
+        cleared = view[2].replace(
+            parts=(ToolReturnPart(tool_call_id="call_a", tool_name="grep", content="[cleared]"),)
+        )
         session.messages = [*view[:2], cleared, *view[3:]]
         session.note_overlays([cleared], [{"strategy": "clear_tool_results", "tokens_saved": 12}])
         assert session.checkpoint() == 2

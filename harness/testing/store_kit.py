@@ -63,7 +63,11 @@ def sample_messages(tag: str = "") -> list[CanonicalMessage]:
         CanonicalMessage.response(
             ThoughtPart("thinking about it", signature="sig", provider_name="prov"),
             TextPart("looking", metadata={"a": [1, 2.5, None]}),
-            ToolCallPart("call_a", "grep", {"pattern": "zebra", "nested": {"deep": [True, False]}}),
+            ToolCallPart(
+                tool_call_id="call_a",
+                tool_name="grep",
+                args={"pattern": "zebra", "nested": {"deep": [True, False]}},
+            ),
             model_name="model-1",
             usage=Usage(request_tokens=30, response_tokens=4, cached_tokens=2),
             provider_name="prov",
@@ -74,15 +78,22 @@ def sample_messages(tag: str = "") -> list[CanonicalMessage]:
             run_id="run-1",
         ),
         CanonicalMessage.request(
-            ToolReturnPart("call_a", "grep", {"lines": ["quokka habitat", 3]}, timestamp=STAMP)
+            ToolReturnPart(
+                tool_call_id="call_a",
+                tool_name="grep",
+                content={"lines": ["quokka habitat", 3]},
+                timestamp=STAMP,
+            )
         ),
-        CanonicalMessage.response(ToolCallPart("call_b", "read", '{"path": "notes.txt"}')),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="call_b", tool_name="read", args='{"path": "notes.txt"}')
+        ),
         CanonicalMessage.request(
             RetryPromptPart("no marmot file here", tool_name="read", tool_call_id="call_b"),
             UserPromptPart(("look at this", {"type": "image", "url": "https://example.invalid/x.png"})),
         ),
         CanonicalMessage.response(
-            UnknownPart("future-kind", {"part_kind": "future-kind", "payload": {"x": 1}}),
+            UnknownPart("future-kind", data={"part_kind": "future-kind", "payload": {"x": 1}}),
             TextPart("done \U0001f993 \udcff \x00 end"),
         ),
         CanonicalMessage.request(RetryPromptPart("that was not parsable")),

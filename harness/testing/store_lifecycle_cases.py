@@ -33,7 +33,9 @@ class LifecycleCases(ConformanceBase):
         parent = new_session(store, sample_messages(), thoughts=["t"], metadata={"m": 1})
         parent.record_tool(LedgerEntry("call_a", "grep", "completed", STAMP, STAMP, result="{}"))
         parent.checkpoint()
-        cleared = parent.messages[2].replace(parts=(ToolReturnPart("call_a", "grep", "[cleared]"),))
+        cleared = parent.messages[2].replace(
+            parts=(ToolReturnPart(tool_call_id="call_a", tool_name="grep", content="[cleared]"),)
+        )
         parent.messages[2] = cleared
         parent.note_overlays([cleared], [{"strategy": "c"}])
         parent.checkpoint()
@@ -183,7 +185,9 @@ class LifecycleCases(ConformanceBase):
         second = new_session(store, sample_messages("beta"))
         first.checkpoint()
         second.checkpoint()
-        cleared = first.messages[2].replace(parts=(ToolReturnPart("call_a", "grep", "[cleared]"),))
+        cleared = first.messages[2].replace(
+            parts=(ToolReturnPart(tool_call_id="call_a", tool_name="grep", content="[cleared]"),)
+        )
         first.messages[2] = cleared
         first.note_overlays([cleared])
         first.checkpoint()

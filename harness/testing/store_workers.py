@@ -187,9 +187,12 @@ def crash_step(session: Session, iteration: int) -> None:
     """
     call_id = f"crash_{iteration}"
     call = CanonicalMessage.response(
-        TextPart(f"step {iteration}"), ToolCallPart(call_id, "probe", {"iteration": iteration})
+        TextPart(f"step {iteration}"),
+        ToolCallPart(tool_call_id=call_id, tool_name="probe", args={"iteration": iteration}),
     )
-    answer = CanonicalMessage.request(ToolReturnPart(call_id, "probe", f"probe result {iteration} " * 8))
+    answer = CanonicalMessage.request(
+        ToolReturnPart(tool_call_id=call_id, tool_name="probe", content=f"probe result {iteration} " * 8)
+    )
     session.messages.extend([call, answer])
     if iteration % 3 == 0:
         now = datetime.now(UTC)
@@ -205,7 +208,11 @@ def crash_step(session: Session, iteration: int) -> None:
                 and part.content[:6] == "probe "
             ):
                 placeholder = message.replace(
-                    parts=(ToolReturnPart(part.tool_call_id, "probe", "[cleared]"),)
+                    parts=(
+                        ToolReturnPart(
+                            tool_call_id=part.tool_call_id, tool_name="probe", content="[cleared]"
+                        ),
+                    )
                 )
                 session.messages[index] = placeholder
                 session.note_overlays([placeholder], [{"strategy": "crash_test", "index": index}])

@@ -161,19 +161,23 @@ def _valid_history(
             counter += 1
             call_id = f"call_{counter}"
             name = draw(_TOOL_NAMES)
-            parts.append(ToolCallPart(call_id, name, {"arg": draw(_TEXT_10)}))
+            parts.append(ToolCallPart(tool_call_id=call_id, tool_name=name, args={"arg": draw(_TEXT_10)}))
             first = draw(_INTS[min(len(slots) - 1, 3)]) if distant_returns else 0
             mode = draw(_ANSWER_MODES) if retries else "return"
             if mode == "retry_then_return" and first + 1 >= len(slots):
                 mode = "return"
             if mode == "return":
-                due.setdefault(slots[first], []).append(ToolReturnPart(call_id, name, draw(contents)))
+                due.setdefault(slots[first], []).append(
+                    ToolReturnPart(tool_call_id=call_id, tool_name=name, content=draw(contents))
+                )
                 continue
             retry = RetryPromptPart(draw(_TEXT_30), tool_name=name, tool_call_id=call_id)
             due.setdefault(slots[first], []).append(retry)
             if mode == "retry_then_return":
                 later = first + 1 + draw(_INTS[min(len(slots) - 1, first + 3) - first - 1])
-                due.setdefault(slots[later], []).append(ToolReturnPart(call_id, name, draw(contents)))
+                due.setdefault(slots[later], []).append(
+                    ToolReturnPart(tool_call_id=call_id, tool_name=name, content=draw(contents))
+                )
         messages.append(CanonicalMessage.response(*parts, model_name="test-model"))
     return messages
 
@@ -247,7 +251,7 @@ def _messy_request_part() -> st.SearchStrategy[Part]:
     return st.one_of(
         st.builds(UserPromptPart, texts(max_size=20)),
         st.builds(SystemPromptPart, texts(max_size=20)),
-        st.builds(ToolReturnPart, ids, st.none() | tool_names(), _contents()),
+        st.builds(ToolReturnPart, tool_call_id=ids, tool_name=st.none() | tool_names(), content=_contents()),
         st.builds(
             RetryPromptPart,
             texts(max_size=20),
@@ -261,7 +265,12 @@ def _messy_response_part() -> st.SearchStrategy[Part]:
     return st.one_of(
         st.builds(TextPart, st.sampled_from(("", " ", "\n")) | texts(max_size=20)),
         st.builds(ThoughtPart, texts(max_size=20)),
-        st.builds(ToolCallPart, st.sampled_from(_MESSY_IDS), tool_names(), st.just({"x": 1})),
+        st.builds(
+            ToolCallPart,
+            tool_call_id=st.sampled_from(_MESSY_IDS),
+            tool_name=tool_names(),
+            args=st.just({"x": 1}),
+        ),
     )
 
 

@@ -147,7 +147,12 @@ def _user_item(block: Mapping[str, Any]) -> list[Any]:
 def _tool_result(builder: TurnBuilder, block: Mapping[str, Any], index: int) -> ToolReturnPart:
     call_id = _string(block, "tool_use_id", f"content[{index}].tool_use_id", empty=False)
     extra = block_extra(ToolReturnPart, leftovers(block, ("type", "tool_use_id", "content")))
-    return ToolReturnPart(call_id, builder.call_names.get(call_id), block.get("content"), extra=extra)
+    return ToolReturnPart(
+        tool_call_id=call_id,
+        tool_name=builder.call_names.get(call_id),
+        content=block.get("content"),
+        extra=extra,
+    )
 
 
 def _user_parts(builder: TurnBuilder, blocks: list[Any]) -> list[Part]:
@@ -200,9 +205,9 @@ def _assistant_part(builder: TurnBuilder, value: Any, index: int) -> Part:
         args = None if raw is None else check_args(raw, f"{field}.input")
         builder.call_names[call_id] = name
         return ToolCallPart(
-            call_id,
-            name,
-            args,
+            tool_call_id=call_id,
+            tool_name=name,
+            args=args,
             extra=block_extra(ToolCallPart, leftovers(block, ("type", "id", "name", "input"))),
         )
     return unknown_part(f"anthropic-{kind}", block)

@@ -67,6 +67,15 @@ may register hooks for their own classes on it; do not replace the hooks registe
 # ---------------------------------------------------------------------------------------
 
 
+def _keyword_maker(cls: type[Any], keys: tuple[str, ...]) -> Callable[..., Any]:
+    """``cls`` called with ``keys`` as keywords, from positional values (fields are keyword-only)."""
+    names = [f"v{index}" for index in range(len(keys))]
+    arguments = ", ".join(f"{key}={name}" for key, name in zip(keys, names, strict=True))
+    namespace: dict[str, Any] = {"cls": cls}
+    exec(f"def make({', '.join(names)}):\n    return cls({arguments})\n", namespace)  # keys are identifiers
+    return cast("Callable[..., Any]", namespace["make"])
+
+
 def _make_part_hooks(
     spec: Spec,
 ) -> tuple[Callable[[Any, Any], Any], Callable[[Any], dict[str, Any]]]:
@@ -82,6 +91,7 @@ def _make_part_hooks(
     fast_id = spec.fast_id
     fast_get = cast("Callable[[Any], Any]", operator.itemgetter(*fast_keys) if fast_keys else len)
     fast_single = len(fast_keys) == 1
+    fast_make = _keyword_maker(cls, fast_keys)
 
     def structure(data: Any, _type: Any = cls) -> Any:
         if type(data) is dict:
@@ -95,7 +105,7 @@ def _make_part_hooks(
                     if fast_single:
                         values = (values,)
                     if tuple(map(type, values[:fast_checked])) == fast_types and (not fast_id or values[0]):
-                        return cls(*values)
+                        return fast_make(*values)
         elif not isinstance(data, Mapping):
             raise WireFormatError(f"a part must be a JSON object, got {type_name(data)}")
         return cls(**read(cast("Mapping[str, Any]", data)))
@@ -118,7 +128,7 @@ def _structure_unknown(data: Any, _type: Any = UnknownPart) -> UnknownPart:
     kind: object = data.get("part_kind")
     if not isinstance(kind, str):
         raise WireFormatError(f"must be a string, got {type_name(kind)}", field="part_kind")
-    return UnknownPart(kind, data)
+    return UnknownPart(kind, data=data)
 
 
 def _unstructure_unknown(part: UnknownPart) -> dict[str, Any]:
@@ -174,7 +184,7 @@ def _structure_part(data: Any, kind: str) -> Part:
         return hook(data, None)
     if part_kind in PART_STRUCTURE:
         raise WireFormatError(f"a {kind} cannot hold a {part_kind!r} part", field="part_kind")
-    return UnknownPart(part_kind, data)
+    return UnknownPart(part_kind, data=data)
 
 
 def _structure_parts_slowly(raw_parts: list[Any], kind: str) -> list[Part]:

@@ -31,6 +31,17 @@ from typing import Any, Final
 
 import attrs
 
+from harness.core.fields import (
+    METADATA,
+    PART_FIELDS,
+    TIMESTAMP,
+    Check,
+    Dump,
+    Field,
+    check_str,
+    check_usage,
+    dump_usage,
+)
 from harness.core.messages import (
     CanonicalMessage,
     RetryPromptPart,
@@ -42,38 +53,6 @@ from harness.core.messages import (
     UserPromptPart,
 )
 from harness.errors import WireFormatError
-from harness.wire.values import (
-    check_args,
-    check_content,
-    check_id,
-    check_str,
-    check_usage,
-    dump_args,
-    dump_content,
-    dump_usage,
-    format_timestamp,
-    parse_timestamp,
-)
-
-Check = Callable[[Any, str], Any]
-"""Validates and converts one wire value; raises ``WireFormatError`` naming the field."""
-
-Dump = Callable[[Any], Any]
-"""Converts one typed field value back to its wire value."""
-
-
-@attrs.frozen
-class Field:
-    """One wire key of a modelled class.
-
-    ``check`` validates the loaded value (``None``: any JSON value is accepted);
-    ``dump`` converts the typed value back (``None``: written as is).
-    """
-
-    key: str
-    required: bool = False
-    check: Check | None = None
-    dump: Dump | None = None
 
 
 @attrs.frozen
@@ -93,23 +72,20 @@ class Spec:
     """Whether the first fast value is a tool-call id that must be non-empty."""
 
 
-def _req(key: str, check: Check | None = None, dump: Dump | None = None) -> Field:
-    return Field(key, required=True, check=check, dump=dump)
+_TIMESTAMP: Final = TIMESTAMP
+_METADATA: Final = METADATA
 
 
 def _opt(key: str, check: Check | None = None, dump: Dump | None = None) -> Field:
     return Field(key, required=False, check=check, dump=dump)
 
 
-_TIMESTAMP: Final = _opt("timestamp", parse_timestamp, format_timestamp)
-_METADATA: Final = _opt("metadata")
-
 PART_SPECS: Final = (
     Spec(
         SystemPromptPart,
         "part_kind",
         "system-prompt",
-        (_req("content", check_str), _TIMESTAMP, _opt("dynamic_ref", check_str), _METADATA),
+        PART_FIELDS["system-prompt"],
         fast_keys=("content",),
         fast_types=(str,),
     ),
@@ -117,7 +93,7 @@ PART_SPECS: Final = (
         UserPromptPart,
         "part_kind",
         "user-prompt",
-        (_req("content", check_content, dump_content), _TIMESTAMP, _METADATA),
+        PART_FIELDS["user-prompt"],
         fast_keys=("content",),
         fast_types=(str,),
     ),
@@ -125,35 +101,18 @@ PART_SPECS: Final = (
         ToolReturnPart,
         "part_kind",
         "tool-return",
-        (
-            _req("tool_call_id", check_id),
-            _opt("tool_name", check_str),
-            _req("content"),
-            _TIMESTAMP,
-            _METADATA,
-        ),
+        PART_FIELDS["tool-return"],
         defaults={"tool_name": None},
         fast_keys=("tool_call_id", "tool_name", "content"),
         fast_types=(str, str),
         fast_id=True,
     ),
-    Spec(
-        RetryPromptPart,
-        "part_kind",
-        "retry-prompt",
-        (
-            _req("content", check_content, dump_content),
-            _opt("tool_name", check_str),
-            _opt("tool_call_id", check_str),
-            _TIMESTAMP,
-            _METADATA,
-        ),
-    ),
+    Spec(RetryPromptPart, "part_kind", "retry-prompt", PART_FIELDS["retry-prompt"]),
     Spec(
         TextPart,
         "part_kind",
         "text",
-        (_req("content", check_str), _METADATA),
+        PART_FIELDS["text"],
         fast_keys=("content",),
         fast_types=(str,),
     ),
@@ -161,12 +120,7 @@ PART_SPECS: Final = (
         ThoughtPart,
         "part_kind",
         "thinking",
-        (
-            _req("content", check_str),
-            _opt("signature", check_str),
-            _opt("provider_name", check_str),
-            _METADATA,
-        ),
+        PART_FIELDS["thinking"],
         fast_keys=("content",),
         fast_types=(str,),
     ),
@@ -174,18 +128,13 @@ PART_SPECS: Final = (
         ToolCallPart,
         "part_kind",
         "tool-call",
-        (
-            _req("tool_call_id", check_id),
-            _req("tool_name", check_str),
-            _opt("args", check_args, dump_args),
-            _METADATA,
-        ),
+        PART_FIELDS["tool-call"],
         fast_keys=("tool_call_id", "tool_name", "args"),
         fast_types=(str, str, dict),
         fast_id=True,
     ),
 )
-"""One spec per modelled part class."""
+"""One spec per modelled part class; its fields are :data:`harness.core.fields.PART_FIELDS`."""
 
 REQUEST_PART_KINDS: Final = frozenset({"system-prompt", "user-prompt", "tool-return", "retry-prompt"})
 """The modelled part kinds a request may hold."""

@@ -126,7 +126,7 @@ def unknown_part(kind: str, block: Mapping[str, Any]) -> UnknownPart:
     Its ``data`` holds ``part_kind`` too, as a part loaded from the wire format does, so
     writing and reading the history gives back the same part.
     """
-    return UnknownPart(kind, {**block, "part_kind": kind})
+    return UnknownPart(kind, data={**block, "part_kind": kind})
 
 
 def _cache_point(value: object) -> dict[str, Any] | None:
@@ -187,7 +187,7 @@ def _with_kept(part: Part, key: str, value: Mapping[str, Any]) -> Part:
                 key: data[key],
             }
         data[key] = dict(value)
-        return UnknownPart(part.kind, data)
+        return UnknownPart(part.kind, data=data)
     return replace(part, extra={**part.extra, key: dict(value)})
 
 

@@ -188,7 +188,7 @@ def _tool_call(builder: TurnBuilder, value: Any, index: int) -> Part:
     if rest:
         extra[kind] = rest
     builder.call_names[call_id] = name
-    return ToolCallPart(call_id, name, args, extra=extra)
+    return ToolCallPart(tool_call_id=call_id, tool_name=name, args=args, extra=extra)
 
 
 def _function_call(builder: TurnBuilder, value: Any, pending: dict[str, str]) -> ToolCallPart:
@@ -202,7 +202,9 @@ def _function_call(builder: TurnBuilder, value: Any, pending: dict[str, str]) ->
     builder.call_names[call_id] = name
     pending[name] = call_id
     extra = block_extra(ToolCallPart, leftovers(call, ("name", "arguments")))
-    return ToolCallPart(call_id, name, args, extra={**extra, "synthesized_id": True})
+    return ToolCallPart(
+        tool_call_id=call_id, tool_name=name, args=args, extra={**extra, "synthesized_id": True}
+    )
 
 
 def _assistant_parts(
@@ -245,12 +247,12 @@ def _tool_return(builder: TurnBuilder, data: Mapping[str, Any], pending: dict[st
         if call_id is None:
             call_id = f"function_call_{len(builder.call_names)}"
             extra["unanswered"] = True
-        return ToolReturnPart(call_id, tool, data.get("content"), extra=extra)
+        return ToolReturnPart(tool_call_id=call_id, tool_name=tool, content=data.get("content"), extra=extra)
     call_id: object = data.get("tool_call_id")
     if not isinstance(call_id, str) or not call_id:
         raise WireFormatError("must be a non-empty string", field="tool_call_id")
     tool_name = name if isinstance(name, str) else builder.call_names.get(call_id)
-    return ToolReturnPart(call_id, tool_name, data.get("content"))
+    return ToolReturnPart(tool_call_id=call_id, tool_name=tool_name, content=data.get("content"))
 
 
 def add_openai_message(

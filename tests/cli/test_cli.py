@@ -28,7 +28,9 @@ def _dangling() -> bytes:
     return dump_messages(
         [
             CanonicalMessage.user("go"),
-            CanonicalMessage.response(ToolCallPart("c1", "bash", {"command": "ls"})),
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id="c1", tool_name="bash", args={"command": "ls"})
+            ),
             CanonicalMessage.user("never answered"),
         ]
     )
@@ -202,8 +204,12 @@ def test_stats_reports_every_file(runner: CliRunner, tmp_path: Path) -> None:
         dump_messages(
             [
                 CanonicalMessage.user("go"),
-                CanonicalMessage.response(ToolCallPart("c1", "bash", {"command": "ls"})),
-                CanonicalMessage.request(ToolReturnPart("c1", "bash", "a.py b.py")),
+                CanonicalMessage.response(
+                    ToolCallPart(tool_call_id="c1", tool_name="bash", args={"command": "ls"})
+                ),
+                CanonicalMessage.request(
+                    ToolReturnPart(tool_call_id="c1", tool_name="bash", content="a.py b.py")
+                ),
                 CanonicalMessage.response(TextPart("done")),
             ]
         )

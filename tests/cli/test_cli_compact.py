@@ -24,9 +24,15 @@ def _history(turns: int = 6) -> list[CanonicalMessage]:
     for turn in range(turns):
         call_id = f"c{turn}"
         messages.append(
-            CanonicalMessage.response(ToolCallPart(call_id, "bash", {"command": f"cat f{turn}.py"}))
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=call_id, tool_name="bash", args={"command": f"cat f{turn}.py"})
+            )
         )
-        messages.append(CanonicalMessage.request(ToolReturnPart(call_id, "bash", f"line {turn}\n" * 60)))
+        messages.append(
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=call_id, tool_name="bash", content=f"line {turn}\n" * 60)
+            )
+        )
     messages.append(CanonicalMessage.response(TextPart("done")))
     return messages
 
@@ -209,7 +215,9 @@ def test_violations_in_the_result_exit_1_and_write_nothing(runner: CliRunner, tm
         dump_messages(
             [
                 CanonicalMessage.user("go"),
-                CanonicalMessage.response(ToolCallPart("c1", "bash", {"command": "ls"})),
+                CanonicalMessage.response(
+                    ToolCallPart(tool_call_id="c1", tool_name="bash", args={"command": "ls"})
+                ),
                 CanonicalMessage.user("never answered"),
             ]
         )

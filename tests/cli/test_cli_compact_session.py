@@ -36,9 +36,17 @@ STACK = "sliding_window:keep_messages=2"
 def history(reads: int = 4) -> list[CanonicalMessage]:
     messages: list[CanonicalMessage] = [CanonicalMessage.user("Read the files and sum up.")]
     for n in range(reads):
-        messages.append(CanonicalMessage.response(ToolCallPart(f"c{n}", "read_file", {"path": f"f{n}.py"})))
+        messages.append(
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{n}", tool_name="read_file", args={"path": f"f{n}.py"})
+            )
+        )
         body = "".join(f"f{n}.py line {i}: text\n" for i in range(150))
-        messages.append(CanonicalMessage.request(ToolReturnPart(f"c{n}", "read_file", body)))
+        messages.append(
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=f"c{n}", tool_name="read_file", content=body)
+            )
+        )
     messages.append(CanonicalMessage.response(TextPart("The files hold text.")))
     return messages
 

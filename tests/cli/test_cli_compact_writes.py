@@ -31,8 +31,16 @@ needs_root = pytest.mark.skipif(
 def _history() -> list[CanonicalMessage]:
     messages = [CanonicalMessage.user("tidy the module")]
     for turn in range(5):
-        messages.append(CanonicalMessage.response(ToolCallPart(f"w{turn}", "read", {"path": f"m{turn}.py"})))
-        messages.append(CanonicalMessage.request(ToolReturnPart(f"w{turn}", "read", f"code {turn}\n" * 50)))
+        messages.append(
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"w{turn}", tool_name="read", args={"path": f"m{turn}.py"})
+            )
+        )
+        messages.append(
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=f"w{turn}", tool_name="read", content=f"code {turn}\n" * 50)
+            )
+        )
     messages.append(CanonicalMessage.response(TextPart("tidied")))
     return messages
 
@@ -284,7 +292,9 @@ def test_a_broken_invariant_wins_over_the_window(runner: CliRunner, tmp_path: Pa
         dump_messages(
             [
                 CanonicalMessage.user("go"),
-                CanonicalMessage.response(ToolCallPart("u1", "bash", {"command": "ls"})),
+                CanonicalMessage.response(
+                    ToolCallPart(tool_call_id="u1", tool_name="bash", args={"command": "ls"})
+                ),
                 CanonicalMessage.user("never answered"),
             ]
         )

@@ -211,8 +211,12 @@ def test_compact_writes_a_foreign_history_in_the_wire_format_and_refuses_in_plac
     written = runner.invoke(cli, ["compact", str(source), "--stack", "", "--out", str(out), "--json"])
     assert written.exit_code == 0, written.output
     messages = load_messages(out.read_bytes())
-    assert messages[1].parts == (ToolCallPart("call_1", "bash", '{"command": "ls"}'),)
-    assert messages[2].parts == (ToolReturnPart("call_1", "bash", "a.py\nb.py"),)
+    assert messages[1].parts == (
+        ToolCallPart(tool_call_id="call_1", tool_name="bash", args='{"command": "ls"}'),
+    )
+    assert messages[2].parts == (
+        ToolReturnPart(tool_call_id="call_1", tool_name="bash", content="a.py\nb.py"),
+    )
     assert messages[3].parts == (TextPart("Two files."),)
     piped = runner.invoke(cli, ["compact", "-", "--in-place", "--stack", ""], input=before)
     assert piped.exit_code == 2

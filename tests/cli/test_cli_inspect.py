@@ -30,16 +30,32 @@ from harness.wire import dump_messages, load_messages
 def _history() -> list[CanonicalMessage]:
     return [
         CanonicalMessage.request(SystemPromptPart("be brief"), UserPromptPart("fix the bug in a.py")),
-        CanonicalMessage.response(ToolCallPart("c1", "read_file", {"path": "a.py"})),
-        CanonicalMessage.request(ToolReturnPart("c1", "read_file", "x = 1\n" * 40)),
-        CanonicalMessage.response(ToolCallPart("c2", "bash", {"command": "ls"})),
-        CanonicalMessage.request(ToolReturnPart("c2", "bash", "a.py b.py")),
-        CanonicalMessage.response(ToolCallPart("c3", "read_file", {"path": "a.py"})),
-        CanonicalMessage.request(ToolReturnPart("c3", "read_file", "x = 2\n" * 90)),
-        CanonicalMessage.response(ToolCallPart("c4", "read_file", {"path": "b.py"})),
-        CanonicalMessage.request(ToolReturnPart("c4", "read_file", "y = 1\n" * 10)),
-        CanonicalMessage.response(ToolCallPart("c5", "read_file", {"path": "a.py"})),
-        CanonicalMessage.request(ToolReturnPart("c5", "read_file", "x = 3\n" * 60)),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="c1", tool_name="read_file", args={"path": "a.py"})
+        ),
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="c1", tool_name="read_file", content="x = 1\n" * 40)
+        ),
+        CanonicalMessage.response(ToolCallPart(tool_call_id="c2", tool_name="bash", args={"command": "ls"})),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="c2", tool_name="bash", content="a.py b.py")),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="c3", tool_name="read_file", args={"path": "a.py"})
+        ),
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="c3", tool_name="read_file", content="x = 2\n" * 90)
+        ),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="c4", tool_name="read_file", args={"path": "b.py"})
+        ),
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="c4", tool_name="read_file", content="y = 1\n" * 10)
+        ),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="c5", tool_name="read_file", args={"path": "a.py"})
+        ),
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="c5", tool_name="read_file", content="x = 3\n" * 60)
+        ),
         CanonicalMessage.response(TextPart("fixed")),
     ]
 
@@ -92,7 +108,9 @@ def test_inspect_lists_the_largest_tool_returns(runner: CliRunner, history_file:
     assert largest[0] == {
         "tool_name": "read_file",
         "tool_call_id": "c3",
-        "tokens": TokenCounter().count_part(ToolReturnPart("c3", "read_file", "x = 2\n" * 90)),
+        "tokens": TokenCounter().count_part(
+            ToolReturnPart(tool_call_id="c3", tool_name="read_file", content="x = 2\n" * 90)
+        ),
         "message_index": 6,
     }
     _, report = _report(runner, str(history_file), "--top", "0")
@@ -124,7 +142,7 @@ def test_inspect_exits_1_and_lists_violations(runner: CliRunner, tmp_path: Path)
     path = tmp_path / "dangling.json"
     messages = [
         CanonicalMessage.user("go"),
-        CanonicalMessage.response(ToolCallPart("c1", "bash", {"command": "ls"})),
+        CanonicalMessage.response(ToolCallPart(tool_call_id="c1", tool_name="bash", args={"command": "ls"})),
         CanonicalMessage.user("where is my answer"),
     ]
     path.write_bytes(dump_messages(messages))
@@ -231,21 +249,36 @@ def test_missing_file_and_folder_exit_2(runner: CliRunner, tmp_path: Path) -> No
 
 
 def test_read_recognition_rules() -> None:
-    editor_view = ToolCallPart("e", "str_replace_editor", {"command": "view", "path": "/a"})
-    editor_edit = ToolCallPart("e", "str_replace_editor", {"command": "create", "path": "/a"})
+    editor_view = ToolCallPart(
+        tool_call_id="e", tool_name="str_replace_editor", args={"command": "view", "path": "/a"}
+    )
+    editor_edit = ToolCallPart(
+        tool_call_id="e", tool_name="str_replace_editor", args={"command": "create", "path": "/a"}
+    )
     assert _heuristic_read(editor_view) is not None
     assert _heuristic_read(editor_edit) is None
-    assert _heuristic_read(ToolCallPart("r", "read_file", '{"path": "a"')) is None  # broken JSON args
-    assert _heuristic_read(ToolCallPart("r", "read_file", {"path": "a", "file": "b"})) is None
-    assert _heuristic_read(ToolCallPart("r", "bash", {"command": "cat a"})) is None
-    same = _heuristic_read(ToolCallPart("r1", "cat", {"path": "a", "limit": 5}))
-    other = _heuristic_read(ToolCallPart("r2", "cat", {"path": "a", "limit": 6}))
+    assert (
+        _heuristic_read(ToolCallPart(tool_call_id="r", tool_name="read_file", args='{"path": "a"')) is None
+    )  # broken JSON args
+    assert (
+        _heuristic_read(
+            ToolCallPart(tool_call_id="r", tool_name="read_file", args={"path": "a", "file": "b"})
+        )
+        is None
+    )
+    assert (
+        _heuristic_read(ToolCallPart(tool_call_id="r", tool_name="bash", args={"command": "cat a"})) is None
+    )
+    same = _heuristic_read(ToolCallPart(tool_call_id="r1", tool_name="cat", args={"path": "a", "limit": 5}))
+    other = _heuristic_read(ToolCallPart(tool_call_id="r2", tool_name="cat", args={"path": "a", "limit": 6}))
     assert same is not None
     assert other is not None
     assert same[1] == "a"
     assert same[0] != other[0]
     # With the dedupe plugin installed, plain shell reads are recognised too.
-    shell = describe_file_read(ToolCallPart("s", "bash", {"command": "cat src/a.py"}))
+    shell = describe_file_read(
+        ToolCallPart(tool_call_id="s", tool_name="bash", args={"command": "cat src/a.py"})
+    )
     assert shell is not None
     assert shell[1] == "src/a.py"
 

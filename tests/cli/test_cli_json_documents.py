@@ -42,11 +42,16 @@ def _reads(reads: int, *, first_prompt: str = "Find the bug in app.py.") -> list
         call_id = f"r{i}"
         messages.append(
             CanonicalMessage.response(
-                TextPart(f"Reading ({i})."), ToolCallPart(call_id, "read_file", {"path": "a.py"})
+                TextPart(f"Reading ({i})."),
+                ToolCallPart(tool_call_id=call_id, tool_name="read_file", args={"path": "a.py"}),
             )
         )
         body = "\n".join(f"def f{j}(x: int) -> int:\n    return x + {j + i}" for j in range(60))
-        messages.append(CanonicalMessage.request(ToolReturnPart(call_id, "read_file", body)))
+        messages.append(
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=call_id, tool_name="read_file", content=body)
+            )
+        )
     messages.append(CanonicalMessage.response(TextPart("Found it.")))
     return messages
 

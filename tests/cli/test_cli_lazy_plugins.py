@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.stores import SqliteStore
+
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = Path(sys.executable).with_name("harness")
 TRANSCRIPT = ROOT / "harness" / "cli" / "demo" / "transcript.json"
@@ -71,7 +73,10 @@ def _broken_mentions(text: str) -> int:
 def test_a_broken_third_party_plugin_breaks_no_command_that_does_not_use_it(
     broken_site: Path, tmp_path: Path, args: list[str]
 ) -> None:
-    done = _run([str(HARNESS), *args], _env(tmp_path, broken_site), tmp_path)
+    env = _env(tmp_path, broken_site)
+    if args[0] == "sessions":  # read-only: the store must exist (a missing one is an error)
+        SqliteStore(tmp_path / "sessions.db").close()
+    done = _run([str(HARNESS), *args], env, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     assert _broken_mentions(done.stderr) == 1, done.stderr  # warned once, and went on
@@ -184,3 +189,26 @@ def test_the_sessions_example_under_w_error_raises_nothing_until_a_capability_is
     warned = [text for text in shown.stderr.splitlines() if "HarnessExperimentalWarning" in text]
     assert warned == [f"{script}:{line}: HarnessExperimentalWarning: {warned[0].split(': ', 2)[2]}"]
     assert "harness_sliding_window is experimental" in warned[0]
+
+
+def test_the_quick_start_warns_once_per_plugin_it_imports_at_its_import_line(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text()
+    match = re.search(r"^## Quick start\n(.*?)(?=^## )", readme, re.S | re.M)
+    assert match is not None
+    [code] = re.findall(r"^```python\n(.*?)^```", match.group(1), re.S | re.M)
+    script = tmp_path / "quick_start.py"
+    script.write_text(code)
+    (tmp_path / "README.md").write_text("# sample\n\nTwo commands.\n")
+    done = _run([sys.executable, str(script)], _env(tmp_path), tmp_path)
+    assert done.returncode == 0, done.stderr
+    warned = [text for text in done.stderr.splitlines() if "Warning" in text]
+    lines = code.splitlines()
+    expected = [
+        (i, f"harness_{name} is experimental")
+        for i, text in enumerate(lines, 1)
+        for name in ("sliding_window", "clear_tool_results")
+        if text.startswith(f"from harness_{name} import")
+    ]
+    assert len(warned) == len(expected) == 2, done.stderr  # the plugins it uses, none of the others
+    for text, (line, what) in zip(warned, expected, strict=True):
+        assert text.startswith(f"{script}:{line}: HarnessExperimentalWarning: {what}")

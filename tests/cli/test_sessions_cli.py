@@ -55,8 +55,10 @@ def store(db: Path) -> Iterator[SessionStore]:
 def conversation(big: str = "print('the big file')") -> list[CanonicalMessage]:
     return [
         CanonicalMessage.user("read a.py"),
-        CanonicalMessage.response(ToolCallPart("c1", "read_file", {"path": "a.py"})),
-        CanonicalMessage.request(ToolReturnPart("c1", "read_file", big)),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="c1", tool_name="read_file", args={"path": "a.py"})
+        ),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="c1", tool_name="read_file", content=big)),
         CanonicalMessage.response(TextPart("a.py prints a line")),
     ]
 
@@ -67,7 +69,9 @@ def stored(store: SessionStore, session_id: str, *, compacted: bool = False, mod
     session.messages = conversation()
     session.checkpoint()
     if compacted:
-        placeholder = CanonicalMessage.request(ToolReturnPart("c1", "read_file", "[tool result cleared]"))
+        placeholder = CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="c1", tool_name="read_file", content="[tool result cleared]")
+        )
         session.note_overlays([placeholder], [CLEAR_EVENT])
         session.messages = [session.messages[0], session.messages[1], placeholder, session.messages[3]]
         session.checkpoint()

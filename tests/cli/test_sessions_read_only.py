@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from harness.models.test import TestModel
 from harness.session import Session
 from harness.stores import open_store
 from harness.stores.jsonfile import LOCK_NAME
+from harness.stores.sqlite import SCHEMA_VERSION
 
 READ_ONLY = [
     ["list"],
@@ -127,3 +129,45 @@ def test_the_default_store_not_created_yet_lists_nothing_and_creates_nothing(
     assert result.exit_code == 0, result.output
     assert "no sessions in sqlite:///" in result.output
     assert not (tmp_path / "xdg").exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["fork", "one", "--as", "two"], ["rm", "one", "--yes"], ["prune", "--keep", "1"]],
+    ids=lambda c: c[0],
+)
+@pytest.mark.parametrize("form", ["sqlite", "file", "path"])
+def test_commands_on_existing_sessions_do_not_create_a_missing_store(
+    tmp_path: Path, command: list[str], form: str
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    target = work / "no" / "such" / "x.db"
+    url = {"sqlite": f"sqlite:///{target}", "file": f"file://{target}", "path": str(target)}[form]
+    result = invoke("sessions", "--store", url, *command)
+    assert result.exit_code == 2, result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert "nothing was created" in result.output
+    assert tree(work) == []
+
+
+def test_a_store_of_an_older_schema_is_migrated_then_read(tmp_path: Path) -> None:
+    db = tmp_path / "old.db"
+    seeded(f"sqlite:///{db}")
+    with sqlite3.connect(db) as raw:  # the version-2 layout: no leases table yet
+        raw.execute("DROP TABLE leases")
+        raw.execute("PRAGMA user_version = 2")
+    result = invoke("sessions", "--store", f"sqlite:///{db}", "show", "one")
+    assert result.exit_code == 0, result.output
+    assert "user: hello" in result.output
+    with sqlite3.connect(db) as raw:
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_an_empty_database_file_is_no_store_to_read(tmp_path: Path) -> None:
+    db = tmp_path / "empty.db"
+    db.touch()
+    result = invoke("sessions", "--store", f"sqlite:///{db}", "list")
+    assert result.exit_code == 2
+    assert "holds no session store yet" in result.output
+    assert db.read_bytes() == b""

@@ -121,7 +121,9 @@ def interrupted(store: SqliteStore, session_id: str, root: Path) -> None:
     session = Session.create(store=store, session_id=session_id, working_directory=str(root))
     session.messages = [
         CanonicalMessage.user("What is in app.py?"),
-        CanonicalMessage.response(ToolCallPart("c1", "read_file", {"path": "app.py"})),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="c1", tool_name="read_file", args={"path": "app.py"})
+        ),
     ]
     session.checkpoint()
 

@@ -46,15 +46,21 @@ def full_session(store: SessionStore, session_id: str) -> Session:
     session = Session.create(store=store, session_id=session_id, current_model="m", working_directory="/w")
     session.messages = [
         CanonicalMessage.user("read a.py — café ☕"),
-        CanonicalMessage.response(ToolCallPart("c1", "read_file", {"path": "a.py"})),
-        CanonicalMessage.request(ToolReturnPart("c1", "read_file", "print('the big file')")),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="c1", tool_name="read_file", args={"path": "a.py"})
+        ),
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="c1", tool_name="read_file", content="print('the big file')")
+        ),
         CanonicalMessage.response(TextPart("a.py prints a line")),
     ]
     session.thoughts.append("the user wants a.py")
     started = datetime(2026, 11, 1, tzinfo=UTC)
     session.record_tool(LedgerEntry("c1", "read_file", "completed", started, started, '{"x": 1}'))
     session.checkpoint()
-    placeholder = CanonicalMessage.request(ToolReturnPart("c1", "read_file", "[cleared]"))
+    placeholder = CanonicalMessage.request(
+        ToolReturnPart(tool_call_id="c1", tool_name="read_file", content="[cleared]")
+    )
     session.note_overlays([placeholder], [EVENT])
     session.messages = [
         *session.messages[:2],

@@ -162,7 +162,7 @@ def _unit(
     base_delay: float = 0.0,
 ) -> ToolCallUnit:
     return ToolCallUnit(
-        call=ToolCallPart("c1", "probe", {"x": 1}),
+        call=ToolCallPart(tool_call_id="c1", tool_name="probe", args={"x": 1}),
         arguments={"x": 1},
         idempotent=idempotent,
         max_attempts=max_attempts,

@@ -36,8 +36,8 @@ ALL_PARTS: list[Any] = [
     UserPromptPart("u"),
     TextPart("t"),
     ThoughtPart("th"),
-    ToolCallPart("c1", "read", {"path": "a"}),
-    ToolReturnPart("c1", "read", "r"),
+    ToolCallPart(tool_call_id="c1", tool_name="read", args={"path": "a"}),
+    ToolReturnPart(tool_call_id="c1", tool_name="read", content="r"),
     RetryPromptPart("again"),
 ]
 
@@ -91,16 +91,16 @@ def _is_deeply_frozen(value: Any) -> bool:
 def test_a_plugin_cannot_change_the_default_extra_of_later_parts(part: Any) -> None:
     with pytest.raises(TypeError, match="read-only"):
         part.extra["injected"] = True
-    assert type(part)(*_required(part)).extra == {}
+    assert type(part)(**_required(part)).extra == {}
     assert part.extra is EMPTY
 
 
-def _required(part: Any) -> tuple[Any, ...]:
+def _required(part: Any) -> dict[str, Any]:
     if isinstance(part, ToolCallPart):
-        return ("c2", "read")
+        return {"tool_call_id": "c2", "tool_name": "read"}
     if isinstance(part, ToolReturnPart):
-        return ("c2", "read", "x")
-    return ("x",)
+        return {"tool_call_id": "c2", "tool_name": "read", "content": "x"}
+    return {"content": "x"}
 
 
 def test_given_mappings_are_copied_and_frozen_all_the_way_down() -> None:
@@ -134,7 +134,7 @@ def test_given_mappings_are_copied_and_frozen_all_the_way_down() -> None:
 
 
 def test_unknown_data_usage_extra_and_message_fields_are_frozen() -> None:
-    unknown = UnknownPart("file", {"part_kind": "file", "content": {"url": "u", "sizes": [1]}})
+    unknown = UnknownPart("file", data={"part_kind": "file", "content": {"url": "u", "sizes": [1]}})
     usage = Usage(1, 2, extra={"details": {"reasoning_tokens": 3}})
     message = CanonicalMessage.response(
         TextPart("x"), usage=usage, metadata={"a": [1]}, extra={"id": {"n": 1}}
@@ -191,7 +191,7 @@ def test_frozen_containers_copy_pickle_and_combine_like_values() -> None:
 
 @pytest.mark.parametrize(
     "obj",
-    [*ALL_PARTS, UnknownPart("file", {"part_kind": "file"}), CanonicalMessage.user("x"), Usage(1)],
+    [*ALL_PARTS, UnknownPart("file", data={"part_kind": "file"}), CanonicalMessage.user("x"), Usage(1)],
     ids=lambda o: type(o).__name__,
 )
 def test_messages_parts_and_usage_compare_by_value_but_are_not_hashable(obj: Any) -> None:
@@ -207,7 +207,9 @@ def test_messages_parts_and_usage_compare_by_value_but_are_not_hashable(obj: Any
 
 
 def test_marks_build_frozen_metadata_without_touching_the_original() -> None:
-    part = ToolReturnPart("c1", "read", "r", metadata={"mine": [1], HARNESS_KEY: {"kind": "x"}})
+    part = ToolReturnPart(
+        tool_call_id="c1", tool_name="read", content="r", metadata={"mine": [1], HARNESS_KEY: {"kind": "x"}}
+    )
     marked = with_harness_mark(part, cleared="me", detail={"by": ["rule"]})
     assert marked.metadata == {
         "mine": [1],
@@ -225,7 +227,9 @@ def test_marks_build_frozen_metadata_without_touching_the_original() -> None:
 
 
 def test_replace_carries_frozen_fields_over_without_copying() -> None:
-    part = ToolCallPart("c1", "read", {"path": "a"}, metadata={"m": [1]}, extra={"id": "x"})
+    part = ToolCallPart(
+        tool_call_id="c1", tool_name="read", args={"path": "a"}, metadata={"m": [1]}, extra={"id": "x"}
+    )
     copied = replace(part, tool_name="write")
     assert copied.metadata is part.metadata
     assert copied.extra is part.extra
@@ -241,7 +245,7 @@ def test_frozen_values_load_and_dump_as_plain_json() -> None:
         ),
         CanonicalMessage.response(
             TextPart("yo", extra={"id": "t1", "provider_details": None}),
-            UnknownPart("file", {"part_kind": "file", "content": {"sizes": [1]}}),
+            UnknownPart("file", data={"part_kind": "file", "content": {"sizes": [1]}}),
             usage=Usage(3, 4, extra={"details": {"reasoning_tokens": 1}}),
         ),
     ]

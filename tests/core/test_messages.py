@@ -39,7 +39,9 @@ def test_parts_keep_their_order_and_are_a_tuple() -> None:
     assert message.parts == tuple(parts)
 
 
-@pytest.mark.parametrize("part", [TextPart("x"), ThoughtPart("t"), ToolCallPart("c1", "read")])
+@pytest.mark.parametrize(
+    "part", [TextPart("x"), ThoughtPart("t"), ToolCallPart(tool_call_id="c1", tool_name="read")]
+)
 def test_a_request_refuses_response_parts(part: TextPart | ThoughtPart | ToolCallPart) -> None:
     with pytest.raises(MessageError, match=rf"part 0: a request cannot hold a '{part.part_kind}' part"):
         CanonicalMessage.request(part)
@@ -47,7 +49,12 @@ def test_a_request_refuses_response_parts(part: TextPart | ThoughtPart | ToolCal
 
 @pytest.mark.parametrize(
     "part",
-    [UserPromptPart("x"), SystemPromptPart("s"), ToolReturnPart("c1", "read", "r"), RetryPromptPart("again")],
+    [
+        UserPromptPart("x"),
+        SystemPromptPart("s"),
+        ToolReturnPart(tool_call_id="c1", tool_name="read", content="r"),
+        RetryPromptPart("again"),
+    ],
 )
 def test_a_response_refuses_request_parts(
     part: UserPromptPart | SystemPromptPart | ToolReturnPart | RetryPromptPart,
@@ -57,7 +64,7 @@ def test_a_response_refuses_request_parts(
 
 
 def test_unknown_parts_are_allowed_on_both_sides() -> None:
-    unknown = UnknownPart("builtin-tool-call", {"part_kind": "builtin-tool-call", "tool_name": "web"})
+    unknown = UnknownPart("builtin-tool-call", data={"part_kind": "builtin-tool-call", "tool_name": "web"})
     assert CanonicalMessage.request(unknown).parts == (unknown,)
     assert CanonicalMessage.response(unknown).parts == (unknown,)
     assert unknown.part_kind == "builtin-tool-call"
@@ -71,9 +78,9 @@ def test_kind_must_be_request_or_response() -> None:
 @pytest.mark.parametrize("bad", ["", None, 3])
 def test_tool_call_ids_are_required_and_non_empty(bad: object) -> None:
     with pytest.raises(MessageError, match="tool_call_id must be a non-empty string"):
-        ToolCallPart(bad, "read")  # pyright: ignore[reportArgumentType]
+        ToolCallPart(tool_call_id=bad, tool_name="read")  # pyright: ignore[reportArgumentType]
     with pytest.raises(MessageError, match="tool_call_id must be a non-empty string"):
-        ToolReturnPart(bad, "read", "x")  # pyright: ignore[reportArgumentType]
+        ToolReturnPart(tool_call_id=bad, tool_name="read", content="x")  # pyright: ignore[reportArgumentType]
 
 
 def test_messages_and_parts_are_frozen() -> None:
@@ -83,13 +90,13 @@ def test_messages_and_parts_are_frozen() -> None:
 
 
 def test_args_as_dict_reads_objects_json_strings_and_nothing() -> None:
-    assert ToolCallPart("c", "t", {"a": 1}).args_as_dict() == {"a": 1}
-    assert ToolCallPart("c", "t", '{"a": 1}').args_as_dict() == {"a": 1}
-    assert ToolCallPart("c", "t", None).args_as_dict() == {}
-    assert ToolCallPart("c", "t", "  ").args_as_dict() == {}
-    assert ToolCallPart("c", "t", "[1, 2]").args_as_dict() == {}
+    assert ToolCallPart(tool_call_id="c", tool_name="t", args={"a": 1}).args_as_dict() == {"a": 1}
+    assert ToolCallPart(tool_call_id="c", tool_name="t", args='{"a": 1}').args_as_dict() == {"a": 1}
+    assert ToolCallPart(tool_call_id="c", tool_name="t", args=None).args_as_dict() == {}
+    assert ToolCallPart(tool_call_id="c", tool_name="t", args="  ").args_as_dict() == {}
+    assert ToolCallPart(tool_call_id="c", tool_name="t", args="[1, 2]").args_as_dict() == {}
     with pytest.raises(MessageError, match="tool call 'c': args are not valid JSON"):
-        ToolCallPart("c", "t", "{not json").args_as_dict()
+        ToolCallPart(tool_call_id="c", tool_name="t", args="{not json").args_as_dict()
 
 
 def test_usage_from_pydantic_ai_reads_cached_tokens() -> None:
@@ -141,8 +148,8 @@ def test_latest_assistant_text_skips_tool_only_and_thinking_responses() -> None:
         CanonicalMessage.user("q"),
         CanonicalMessage.response(TextPart("first "), TextPart("answer")),
         CanonicalMessage.user("q2"),
-        CanonicalMessage.response(ThoughtPart("hmm"), ToolCallPart("c1", "read")),
-        CanonicalMessage.request(ToolReturnPart("c1", "read", "x")),
+        CanonicalMessage.response(ThoughtPart("hmm"), ToolCallPart(tool_call_id="c1", tool_name="read")),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="c1", tool_name="read", content="x")),
     ]
     assert latest_assistant_text(history) == "first answer"
     assert latest_assistant_text([CanonicalMessage.user("only")]) is None
@@ -152,16 +159,20 @@ def test_message_text_joins_every_textual_part() -> None:
     message = CanonicalMessage.request(
         SystemPromptPart("sys"),
         UserPromptPart(("look", {"kind": "image-url", "url": "x"}, "here")),
-        ToolReturnPart("c1", "read", {"lines": 3}),
+        ToolReturnPart(tool_call_id="c1", tool_name="read", content={"lines": 3}),
         RetryPromptPart("try again"),
     )
     assert message_text(message) == 'sys\nlook\nhere\n{"lines": 3}\ntry again'
 
 
 def test_tool_id_helpers() -> None:
-    response = CanonicalMessage.response(ToolCallPart("a", "t"), TextPart("x"), ToolCallPart("b", "t"))
+    response = CanonicalMessage.response(
+        ToolCallPart(tool_call_id="a", tool_name="t"),
+        TextPart("x"),
+        ToolCallPart(tool_call_id="b", tool_name="t"),
+    )
     request = CanonicalMessage.request(
-        ToolReturnPart("a", "t", "1"),
+        ToolReturnPart(tool_call_id="a", tool_name="t", content="1"),
         RetryPromptPart("bad args", tool_name="t", tool_call_id="b"),
         RetryPromptPart("general retry", tool_call_id="r1"),
     )
@@ -183,9 +194,11 @@ def test_harness_marks_are_metadata_not_text() -> None:
 
 
 def test_replace_runs_validators_and_marks_in_one_copy() -> None:
-    part = ToolReturnPart("c1", "read", "long output")
+    part = ToolReturnPart(tool_call_id="c1", tool_name="read", content="long output")
     cleared = replace(part, content="[cleared]", metadata=marked_metadata(part.metadata, cleared="me"))
-    assert cleared == ToolReturnPart("c1", "read", "[cleared]", metadata={HARNESS_KEY: {"cleared": "me"}})
+    assert cleared == ToolReturnPart(
+        tool_call_id="c1", tool_name="read", content="[cleared]", metadata={HARNESS_KEY: {"cleared": "me"}}
+    )
     with pytest.raises(MessageError):
         replace(part, tool_call_id="")
     message = CanonicalMessage.user("hi")

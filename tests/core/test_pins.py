@@ -31,8 +31,8 @@ from harness.history.guard import check_edit, guard_edit
 def history() -> list[CanonicalMessage]:
     return [
         CanonicalMessage.request(UserPromptPart("fix the parser; never touch tests/")),
-        CanonicalMessage.response(ToolCallPart("c1", "read", {"path": "a.py"})),
-        CanonicalMessage.request(ToolReturnPart("c1", "read", "print('a')")),
+        CanonicalMessage.response(ToolCallPart(tool_call_id="c1", tool_name="read", args={"path": "a.py"})),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="c1", tool_name="read", content="print('a')")),
         CanonicalMessage.response(TextPart("done")),
         CanonicalMessage.request(UserPromptPart("next")),
     ]
@@ -58,7 +58,9 @@ def test_a_metadata_mark_pins_and_true_reads_as_user() -> None:
 
 def test_pinning_a_message_pins_every_known_part() -> None:
     message = CanonicalMessage.request(
-        UserPromptPart("a"), ToolReturnPart("c1", "t", "r"), UnknownPart("future-part", {"x": 1})
+        UserPromptPart("a"),
+        ToolReturnPart(tool_call_id="c1", tool_name="t", content="r"),
+        UnknownPart("future-part", data={"x": 1}),
     )
     pinned = pin(message)
     assert [is_pinned(p) for p in pinned.parts] == [True, True, False]
@@ -68,7 +70,7 @@ def test_pinning_a_message_pins_every_known_part() -> None:
 
 def test_unknown_parts_and_non_mapping_metadata_cannot_be_pinned() -> None:
     with pytest.raises(MessageError, match="UnknownPart"):
-        pin(UnknownPart("future-part", {}))
+        pin(UnknownPart("future-part", data={}))
     with pytest.raises(MessageError, match="not a mapping"):
         pin(UserPromptPart("x", metadata=[1]))
 

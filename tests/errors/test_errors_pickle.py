@@ -60,7 +60,7 @@ EXAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "ModelTimeoutError": (("openai", "timed out"), {"attempts": 2}),
     "ModelUnavailableError": (("anthropic", "overloaded"), {"status_code": 529}),
     "PlotUnavailableError": (("install matplotlib",), {}),
-    "PluginLoadWarning": (("plugin 'x' failed to import; only its paths fail", "x", "harness-x"), {}),
+    "PluginLoadWarning": (("plugin 'x' failed; skipped",), {"plugin_name": "plugin.x", "distribution": "x"}),
     "PluginLoadError": (
         ("cannot load x",),
         {"plugin_name": "x", "distribution": "harness-x", "reason": "boom"},

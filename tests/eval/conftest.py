@@ -33,26 +33,38 @@ def bug_fix_transcript() -> list[CanonicalMessage]:
         ),
         CanonicalMessage.response(
             TextPart("I will read src/app/main.py first."),
-            ToolCallPart("c1", "bash", {"command": "cat src/app/main.py"}),
+            ToolCallPart(tool_call_id="c1", tool_name="bash", args={"command": "cat src/app/main.py"}),
         ),
         CanonicalMessage.request(
             ToolReturnPart(
-                "c1",
-                "bash",
-                "<returncode>0</returncode>\n<output>\n"
+                tool_call_id="c1",
+                tool_name="bash",
+                content="<returncode>0</returncode>\n<output>\n"
                 "def parse_config(path):\n    return load_yaml(path)\n</output>",
             )
         ),
         CanonicalMessage.response(
-            ToolCallPart("c2", "bash", {"command": "python -m pytest tests/test_main.py -q"})
+            ToolCallPart(
+                tool_call_id="c2",
+                tool_name="bash",
+                args={"command": "python -m pytest tests/test_main.py -q"},
+            )
         ),
-        CanonicalMessage.request(ToolReturnPart("c2", "bash", TRACEBACK)),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="c2", tool_name="bash", content=TRACEBACK)),
         CanonicalMessage.response(
             TextPart("parse_config calls load_yaml, which is not imported in src/app/main.py."),
-            ToolCallPart("c3", "bash", {"command": "sed -i 's/load_yaml/yaml.safe_load/' src/app/main.py"}),
+            ToolCallPart(
+                tool_call_id="c3",
+                tool_name="bash",
+                args={"command": "sed -i 's/load_yaml/yaml.safe_load/' src/app/main.py"},
+            ),
         ),
         CanonicalMessage.request(
-            ToolReturnPart("c3", "bash", "<returncode>0</returncode>\n<output>\n</output>\n")
+            ToolReturnPart(
+                tool_call_id="c3",
+                tool_name="bash",
+                content="<returncode>0</returncode>\n<output>\n</output>\n",
+            )
         ),
         CanonicalMessage.response(TextPart("Fixed parse_config in src/app/main.py.")),
     ]

@@ -12,8 +12,8 @@ def history(result: str) -> list[CanonicalMessage]:
         CanonicalMessage.request(UserPromptPart("the task")),
         CanonicalMessage.response(TextPart("thinking " * 200)),
         CanonicalMessage.request(UserPromptPart("go on")),
-        CanonicalMessage.response(ToolCallPart("c1", "read", {"path": "a.py"})),
-        CanonicalMessage.request(ToolReturnPart("c1", "read", result)),
+        CanonicalMessage.response(ToolCallPart(tool_call_id="c1", tool_name="read", args={"path": "a.py"})),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="c1", tool_name="read", content=result)),
     ]
 
 

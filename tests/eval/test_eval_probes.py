@@ -65,9 +65,13 @@ def test_system_prompt_terms_and_sentences_are_not_probes() -> None:
 def test_constraints_from_later_user_prompts_and_a_retry_prompt_error() -> None:
     history = [
         CanonicalMessage.user("Port the parser."),
-        CanonicalMessage.response(ToolCallPart("a", "run", {"cmd": "cargo build"})),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="a", tool_name="run", args={"cmd": "cargo build"})
+        ),
         CanonicalMessage.request(
-            RetryPromptPart("error[E0425]: cannot find value `tokens` in this scope", "run", "a"),
+            RetryPromptPart(
+                "error[E0425]: cannot find value `tokens` in this scope", tool_name="run", tool_call_id="a"
+            ),
             UserPromptPart("Do not use unsafe code anywhere. Keep going."),
         ),
         CanonicalMessage.response(TextPart("ok")),
@@ -85,9 +89,9 @@ def test_continuation_counts_thinking_and_arguments_but_not_tool_names() -> None
         CanonicalMessage.user("Look at config/settings.toml and load_settings."),
         CanonicalMessage.response(
             ThoughtPart("load_settings reads config/settings.toml"),
-            ToolCallPart("a", "read_file", {"path": "config/settings.toml"}),
+            ToolCallPart(tool_call_id="a", tool_name="read_file", args={"path": "config/settings.toml"}),
         ),
-        CanonicalMessage.request(ToolReturnPart("a", "read_file", "x = 1")),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="a", tool_name="read_file", content="x = 1")),
         CanonicalMessage.response(TextPart("settings.toml sets x; read_file was enough.")),
     ]
     probes = extract_probes(history)
@@ -130,17 +134,27 @@ def test_artifact_paths() -> None:
 
 
 def test_error_lines_only_in_failing_results(traceback_text: str) -> None:
-    failing = ToolReturnPart("a", "bash", traceback_text)
+    failing = ToolReturnPart(tool_call_id="a", tool_name="bash", content=traceback_text)
     assert error_lines(failing) == [
         "NameError: name 'load_yaml' is not defined",
         "FAILED tests/test_main.py::test_parse - NameError",
     ]
-    listing = ToolReturnPart("b", "bash", "<returncode>0</returncode>\nclass ValidationError(Exception):")
+    listing = ToolReturnPart(
+        tool_call_id="b",
+        tool_name="bash",
+        content="<returncode>0</returncode>\nclass ValidationError(Exception):",
+    )
     assert error_lines(listing) == []  # exit status 0 and no line reads as an error at its start
-    quiet_failure = ToolReturnPart("c", "bash", "<returncode>1</returncode>\n<output>\n</output>")
+    quiet_failure = ToolReturnPart(
+        tool_call_id="c", tool_name="bash", content="<returncode>1</returncode>\n<output>\n</output>"
+    )
     assert error_lines(quiet_failure) == []
-    many = ToolReturnPart("d", "bash", "\n".join(f"FAILED tests/t.py::test_{i}" for i in range(8)))
+    many = ToolReturnPart(
+        tool_call_id="d",
+        tool_name="bash",
+        content="\n".join(f"FAILED tests/t.py::test_{i}" for i in range(8)),
+    )
     assert error_lines(many) == [f"FAILED tests/t.py::test_{i}" for i in range(3, 8)]
-    assert error_lines(ToolReturnPart("e", "bash", "bash: line 1: tree: command not found")) == [
-        "bash: line 1: tree: command not found"
-    ]
+    assert error_lines(
+        ToolReturnPart(tool_call_id="e", tool_name="bash", content="bash: line 1: tree: command not found")
+    ) == ["bash: line 1: tree: command not found"]

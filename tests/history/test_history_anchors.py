@@ -48,10 +48,14 @@ def build() -> list[CanonicalMessage]:
         CanonicalMessage.request(
             SystemPromptPart("You are a coding agent."), UserPromptPart("Fix bug 12. Do not change the CLI.")
         ),
-        CanonicalMessage.response(ToolCallPart("p1", "TodoWrite", {"todos": ["read", "fix"]})),
-        CanonicalMessage.request(ToolReturnPart("p1", "TodoWrite", "ok")),
-        CanonicalMessage.response(ToolCallPart("p2", "TodoWrite", {"todos": ["fix", "test"]})),
-        CanonicalMessage.request(ToolReturnPart("p2", "TodoWrite", "ok")),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="p1", tool_name="TodoWrite", args={"todos": ["read", "fix"]})
+        ),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="p1", tool_name="TodoWrite", content="ok")),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="p2", tool_name="TodoWrite", args={"todos": ["fix", "test"]})
+        ),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="p2", tool_name="TodoWrite", content="ok")),
         CanonicalMessage.response(TextPart("fixed")),
         CanonicalMessage.request(UserPromptPart("Now add a test. It should cover the empty input.")),
     ]

@@ -37,11 +37,11 @@ def user(text: str = "hi") -> UserPromptPart:
 
 
 def call(call_id: str, name: str = "bash") -> ToolCallPart:
-    return ToolCallPart(call_id, name, {"cmd": "ls"})
+    return ToolCallPart(tool_call_id=call_id, tool_name=name, args={"cmd": "ls"})
 
 
 def ret(call_id: str, content: Any = "ok", name: str | None = "bash") -> ToolReturnPart:
-    return ToolReturnPart(call_id, name, content)
+    return ToolReturnPart(tool_call_id=call_id, tool_name=name, content=content)
 
 
 def retry(call_id: str | None, name: str | None = "bash") -> RetryPromptPart:
@@ -154,7 +154,7 @@ def test_consecutive_messages() -> None:
         ((ThoughtPart("thinking only"),), False),
         ((ThoughtPart(""),), False),
         ((call("a"),), False),
-        ((UnknownPart("builtin-tool-call", {"x": 1}),), False),
+        ((UnknownPart("builtin-tool-call", data={"x": 1}),), False),
     ],
 )
 def test_empty_response_definition(parts: tuple[Part, ...], empty: bool) -> None:

@@ -36,11 +36,11 @@ def user(text: str = "hi") -> UserPromptPart:
 
 
 def call(call_id: str, name: str = "bash") -> ToolCallPart:
-    return ToolCallPart(call_id, name, {"cmd": "ls"})
+    return ToolCallPart(tool_call_id=call_id, tool_name=name, args={"cmd": "ls"})
 
 
 def ret(call_id: str, content: Any = "ok", name: str | None = "bash") -> ToolReturnPart:
-    return ToolReturnPart(call_id, name, content)
+    return ToolReturnPart(tool_call_id=call_id, tool_name=name, content=content)
 
 
 FAST = settings(max_examples=150, deadline=None)

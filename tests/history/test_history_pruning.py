@@ -36,11 +36,11 @@ def user(text: str = "hi") -> UserPromptPart:
 
 
 def call(call_id: str, name: str = "bash") -> ToolCallPart:
-    return ToolCallPart(call_id, name, {"cmd": "ls"})
+    return ToolCallPart(tool_call_id=call_id, tool_name=name, args={"cmd": "ls"})
 
 
 def ret(call_id: str, content: Any = "ok", name: str | None = "bash") -> ToolReturnPart:
-    return ToolReturnPart(call_id, name, content)
+    return ToolReturnPart(tool_call_id=call_id, tool_name=name, content=content)
 
 
 def same_objects(a: Sequence[object], b: Sequence[object]) -> bool:
@@ -148,7 +148,9 @@ def test_prune_never_clears_the_newest_result() -> None:
 
 def test_prune_is_idempotent_and_skips_unmarkable_parts() -> None:
     history = tool_turns([100, 100, 100])
-    odd = req(ToolReturnPart("c0", "bash", "y" * 100, metadata="not a mapping"))
+    odd = req(
+        ToolReturnPart(tool_call_id="c0", tool_name="bash", content="y" * 100, metadata="not a mapping")
+    )
     history[2] = odd
     counter = CharCounter()
     edit = prune_old_tool_outputs(history, counter=counter, protect_tokens=50, minimum_savings=10)

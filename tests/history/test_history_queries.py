@@ -27,7 +27,7 @@ def user(text: str = "hi") -> UserPromptPart:
 
 
 def ret(call_id: str, content: Any = "ok", name: str | None = "bash") -> ToolReturnPart:
-    return ToolReturnPart(call_id, name, content)
+    return ToolReturnPart(tool_call_id=call_id, tool_name=name, content=content)
 
 
 # --------------------------------------------------------------------------- queries

@@ -51,11 +51,11 @@ def user(text: str = "hi") -> UserPromptPart:
 
 
 def call(call_id: str, name: str = "bash") -> ToolCallPart:
-    return ToolCallPart(call_id, name, {"cmd": "ls"})
+    return ToolCallPart(tool_call_id=call_id, tool_name=name, args={"cmd": "ls"})
 
 
 def ret(call_id: str, content: Any = "ok", name: str | None = "bash") -> ToolReturnPart:
-    return ToolReturnPart(call_id, name, content)
+    return ToolReturnPart(tool_call_id=call_id, tool_name=name, content=content)
 
 
 def retry(call_id: str | None, name: str | None = "bash") -> RetryPromptPart:
@@ -93,7 +93,7 @@ def test_rename_duplicates_sequential_pairs() -> None:
     assert out[0] is history[0]
     assert out[1] is first
     assert out[2] is history[2]
-    assert out[3].parts == (ToolCallPart("a~1", "bash", {"cmd": "ls"}),)
+    assert out[3].parts == (ToolCallPart(tool_call_id="a~1", tool_name="bash", args={"cmd": "ls"}),)
     assert [p.tool_call_id for p in out[4].parts if isinstance(p, (ToolReturnPart, RetryPromptPart))] == [
         "a~1",
         "a~1",
@@ -177,7 +177,10 @@ def test_answer_inserts_new_request_between_responses() -> None:
     assert inserted.is_request
     assert harness_mark(inserted) == {"synthetic": True, "reason": "dangling"}
     assert inserted.parts[0] == ToolReturnPart(
-        "a", "bash", "interrupted", metadata={"harness": {"synthetic": True, "reason": "dangling"}}
+        tool_call_id="a",
+        tool_name="bash",
+        content="interrupted",
+        metadata={"harness": {"synthetic": True, "reason": "dangling"}},
     )
 
 

@@ -21,8 +21,10 @@ from harness.tokens import TokenCounter
 def history() -> list[CanonicalMessage]:
     return [
         CanonicalMessage.user("first question"),
-        CanonicalMessage.response(ToolCallPart("c1", "read", {"path": "a.txt"})),
-        CanonicalMessage.request(ToolReturnPart("c1", "read", "contents of a")),
+        CanonicalMessage.response(ToolCallPart(tool_call_id="c1", tool_name="read", args={"path": "a.txt"})),
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="c1", tool_name="read", content="contents of a")
+        ),
         CanonicalMessage.response(TextPart("first answer")),
         CanonicalMessage.user("second question"),
     ]

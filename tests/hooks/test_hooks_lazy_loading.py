@@ -187,7 +187,8 @@ def test_one_plugin_under_two_scheme_names_is_one_plugin_for_the_lists() -> None
 
 
 def test_a_plugin_load_warning_pickles() -> None:
-    warning = PluginLoadWarning("harness plugin 'x' failed to import; skipped", "plugin.x", "harness-x")
+    message = "harness plugin 'x' failed to import; skipped"
+    warning = PluginLoadWarning(message, plugin_name="plugin.x", distribution="harness-x")
     copy = pickle.loads(pickle.dumps(warning))
     assert (str(copy), copy.plugin_name, copy.distribution) == (str(warning), "plugin.x", "harness-x")
 

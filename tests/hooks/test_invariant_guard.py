@@ -27,8 +27,10 @@ from harness.tokens import TokenCounter
 def history() -> list[CanonicalMessage]:
     return [
         CanonicalMessage.user("first question"),
-        CanonicalMessage.response(ToolCallPart("c1", "read", {"path": "a.txt"})),
-        CanonicalMessage.request(ToolReturnPart("c1", "read", "contents of a")),
+        CanonicalMessage.response(ToolCallPart(tool_call_id="c1", tool_name="read", args={"path": "a.txt"})),
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="c1", tool_name="read", content="contents of a")
+        ),
         CanonicalMessage.response(TextPart("first answer")),
         CanonicalMessage.user("second question"),
     ]
@@ -242,7 +244,9 @@ async def test_content_only_edits_skip_the_full_check_but_shape_edits_do_not(
         return real(messages, **kwargs)
 
     def clear_result(ctx: RequestContext) -> None:
-        ctx.messages[2] = CanonicalMessage.request(ToolReturnPart("c1", "read", "[cleared]"))
+        ctx.messages[2] = CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="c1", tool_name="read", content="[cleared]")
+        )
 
     def blank_answer(ctx: RequestContext) -> None:
         ctx.messages[3] = CanonicalMessage.response(TextPart("   "))
@@ -253,7 +257,9 @@ async def test_content_only_edits_skip_the_full_check_but_shape_edits_do_not(
     ctx = make_ctx()
     await pm.run_before_model_request(ctx)
     assert calls == []
-    assert ctx.messages[2].parts[0] == ToolReturnPart("c1", "read", "[cleared]")
+    assert ctx.messages[2].parts[0] == ToolReturnPart(
+        tool_call_id="c1", tool_name="read", content="[cleared]"
+    )
 
     # Same part kinds and ids, but the response became empty: that shape change is checked.
     pm = PluginManager()
@@ -285,7 +291,9 @@ def test_check_edit_of_an_unchanged_history_checks_nothing(monkeypatch: pytest.M
 def test_check_edit_skips_content_only_edits() -> None:
     before = history()
     after = list(before)
-    after[2] = CanonicalMessage.request(ToolReturnPart("c1", "read", "[cleared]"))
+    after[2] = CanonicalMessage.request(
+        ToolReturnPart(tool_call_id="c1", tool_name="read", content="[cleared]")
+    )
     assert check_edit(before, after) == EditCheck()
 
 
@@ -384,7 +392,9 @@ def test_guard_edit_lists_three_problems_and_counts_the_rest() -> None:
 def test_guard_edit_returns_the_next_baseline() -> None:
     before = history()
     same_shape = list(before)
-    same_shape[2] = CanonicalMessage.request(ToolReturnPart("c1", "read", "[cleared]"))
+    same_shape[2] = CanonicalMessage.request(
+        ToolReturnPart(tool_call_id="c1", tool_name="read", content="[cleared]")
+    )
     sentinel: list[Violation] = []
     assert guard_edit(before, same_shape, "clearer", baseline=sentinel) is sentinel
     assert guard_edit(before, same_shape, "clearer") is None

@@ -60,7 +60,10 @@ def test_changed_message_reuses_the_unchanged_pydantic_ai_parts() -> None:
     )
     (canonical,) = converter.to_canonical([request])
     cleared = canonical.replace(
-        parts=(ToolReturnPart("c1", "read", "[cleared]", timestamp=STAMP), canonical.parts[1])
+        parts=(
+            ToolReturnPart(tool_call_id="c1", tool_name="read", content="[cleared]", timestamp=STAMP),
+            canonical.parts[1],
+        )
     )
     (theirs,) = converter.to_pydantic_ai([cleared])
     assert theirs is not request

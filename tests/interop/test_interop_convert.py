@@ -377,8 +377,8 @@ def test_bad_input_raises_typed_errors() -> None:
         messages_to_pydantic_ai([{"kind": "request"}])  # pyright: ignore[reportArgumentType]
     nameless = [
         CanonicalMessage.request(UserPromptPart("go")),
-        CanonicalMessage.response(ToolCallPart("c1", "read", {})),
-        CanonicalMessage.request(ToolReturnPart("c1", None, "out")),
+        CanonicalMessage.response(ToolCallPart(tool_call_id="c1", tool_name="read", args={})),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="c1", tool_name=None, content="out")),
     ]
     with pytest.raises(InteropError, match=r"message 2, part 0, field 'tool_name'.*pydantic-ai refuses"):
         messages_to_pydantic_ai(nameless)

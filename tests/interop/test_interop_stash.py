@@ -37,7 +37,7 @@ def test_harness_only_values_survive_pydantic_ai() -> None:
         CanonicalMessage.response(
             with_harness_mark(TextPart("text"), kind="note"),
             ThoughtPart("thinking", metadata={"k": 1}),
-            ToolCallPart("c1", "read", {"p": 1}, metadata={"m": 2}),
+            ToolCallPart(tool_call_id="c1", tool_name="read", args={"p": 1}, metadata={"m": 2}),
         ),
         CanonicalMessage.request(RetryPromptPart("bad args", tool_name="read", tool_call_id="c1")),
     ]

@@ -67,7 +67,7 @@ async def test_a_compaction_block_is_kept_whole_and_sent_back_in_place(
     server_tool = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"q": "x"}}
     fake_server.reply(message([BLOCK, server_tool, {"type": "text", "text": "Found it."}]))
     response = await model.request([user("go")], [], ModelSettings())
-    assert response.parts[0] == UnknownPart(COMPACTION_KIND, {**BLOCK, "part_kind": COMPACTION_KIND})
+    assert response.parts[0] == UnknownPart(COMPACTION_KIND, data={**BLOCK, "part_kind": COMPACTION_KIND})
     assert response.extra["provider_details"] == {"finish_reason": "end_turn", "context_management": APPLIED}
     history = load_messages(dump_messages([user("go"), response, user("more")]))
     assert history[1].parts[0] == response.parts[0], "the block loads back equal"

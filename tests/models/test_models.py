@@ -137,13 +137,17 @@ def test_example_for_schema() -> None:
 RECORDED = [
     CanonicalMessage.user("list and read"),
     CanonicalMessage.response(
-        TextPart("listing"), ToolCallPart("r1", "bash", {"command": "ls"}), model_name="recorded-model"
+        TextPart("listing"),
+        ToolCallPart(tool_call_id="r1", tool_name="bash", args={"command": "ls"}),
+        model_name="recorded-model",
     ),
-    CanonicalMessage.request(ToolReturnPart("r1", "bash", "a.py")),
-    CanonicalMessage.response(ToolCallPart("r2", "read", {"path": "a.py"})),
+    CanonicalMessage.request(ToolReturnPart(tool_call_id="r1", tool_name="bash", content="a.py")),
+    CanonicalMessage.response(ToolCallPart(tool_call_id="r2", tool_name="read", args={"path": "a.py"})),
     CanonicalMessage.request(RetryPromptPart("no such file", tool_name="read", tool_call_id="r2")),
-    CanonicalMessage.response(ToolCallPart("r3", "read", {"path": "./a.py"})),
-    CanonicalMessage.request(ToolReturnPart("r3", "read", {"text": "print(1)"})),
+    CanonicalMessage.response(ToolCallPart(tool_call_id="r3", tool_name="read", args={"path": "./a.py"})),
+    CanonicalMessage.request(
+        ToolReturnPart(tool_call_id="r3", tool_name="read", content={"text": "print(1)"})
+    ),
     CanonicalMessage.response(TextPart("it prints 1")),
     CanonicalMessage.user("thanks"),
     CanonicalMessage.response(TextPart("welcome")),

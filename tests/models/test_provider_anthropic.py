@@ -149,7 +149,9 @@ async def test_thinking_and_tool_use_response(fake_server: FakeServer, model: An
             extra={"id": "redacted_thinking"},
         ),
         TextPart("Checking."),
-        ToolCallPart("toolu_01A09q90qw90lq917835lq9", "get_weather", {"city": "Paris"}),
+        ToolCallPart(
+            tool_call_id="toolu_01A09q90qw90lq917835lq9", tool_name="get_weather", args={"city": "Paris"}
+        ),
     )
     assert response.finish_reason == "tool_call"
     assert response.extra["provider_details"] == {"finish_reason": "tool_use"}
@@ -175,11 +177,11 @@ async def test_thinking_goes_back_verbatim_with_tool_results(
             ),
             ThoughtPart("foreign thoughts", provider_name="openai"),
             TextPart("   "),
-            ToolCallPart("toolu_1", "get_weather", {"city": "Paris"}),
-            ToolCallPart("toolu_2", "get_weather", '{"city": "Nice"}'),
+            ToolCallPart(tool_call_id="toolu_1", tool_name="get_weather", args={"city": "Paris"}),
+            ToolCallPart(tool_call_id="toolu_2", tool_name="get_weather", args='{"city": "Nice"}'),
         ),
         CanonicalMessage.request(
-            ToolReturnPart("toolu_2", "get_weather", {"sky": "clear"}),
+            ToolReturnPart(tool_call_id="toolu_2", tool_name="get_weather", content={"sky": "clear"}),
             RetryPromptPart("unknown city", tool_name="get_weather", tool_call_id="toolu_1"),
             UserPromptPart("Be quick."),
         ),
@@ -245,7 +247,7 @@ async def test_unknown_blocks_are_kept_and_not_sent_back(
     }
     fake_server.reply(message([server_block, {"type": "text", "text": "found"}]))
     response = await model.request([user("search")], [], ModelSettings())
-    assert response.parts[0] == UnknownPart("anthropic-server_tool_use", server_block)
+    assert response.parts[0] == UnknownPart("anthropic-server_tool_use", data=server_block)
     mapped = to_anthropic_messages([user("search"), response, user("more")])
     assert mapped.messages[1] == {"role": "assistant", "content": [{"type": "text", "text": "found"}]}
 
@@ -343,8 +345,14 @@ async def test_agent_tool_loop_over_http(fake_server: FakeServer, model: Anthrop
 def test_invalid_tool_ids_are_rewritten_consistently() -> None:
     history = [
         user("go"),
-        CanonicalMessage.response(ToolCallPart("call~2", "t", {}), ToolCallPart("call.2", "t", {})),
-        CanonicalMessage.request(ToolReturnPart("call~2", "t", "a"), ToolReturnPart("call.2", "t", "b")),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="call~2", tool_name="t", args={}),
+            ToolCallPart(tool_call_id="call.2", tool_name="t", args={}),
+        ),
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="call~2", tool_name="t", content="a"),
+            ToolReturnPart(tool_call_id="call.2", tool_name="t", content="b"),
+        ),
     ]
     mapped = to_anthropic_messages(history).messages
     first, second = (block["id"] for block in mapped[1]["content"])

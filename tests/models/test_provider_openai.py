@@ -143,7 +143,9 @@ async def test_tool_call_request_and_response(fake_server: FakeServer, model: Op
         "max_tokens": 300,  # a custom base_url sends the widely supported field
         "temperature": 0.2,
     }
-    assert response.parts == (ToolCallPart("call_abc123", "get_weather", {"city": "Paris"}),)
+    assert response.parts == (
+        ToolCallPart(tool_call_id="call_abc123", tool_name="get_weather", args={"city": "Paris"}),
+    )
     assert response.finish_reason == "tool_call"
     assert response.provider_name == "openai"
     assert response.provider_response_id == "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG"
@@ -168,17 +170,22 @@ async def test_whole_history_maps_in_order(fake_server: FakeServer, model: OpenA
         CanonicalMessage.response(
             ThoughtPart("private reasoning", provider_name="anthropic", signature="sig"),
             TextPart("Calling two tools."),
-            ToolCallPart("c1", "get_weather", {"city": "Oslo"}),
-            ToolCallPart("c2", "get_weather", '{"city": 3'),
+            ToolCallPart(tool_call_id="c1", tool_name="get_weather", args={"city": "Oslo"}),
+            ToolCallPart(tool_call_id="c2", tool_name="get_weather", args='{"city": 3'),
         ),
         CanonicalMessage.request(
-            ToolReturnPart("c1", "get_weather", {"temp": 3, "sky": "snow"}),
+            ToolReturnPart(tool_call_id="c1", tool_name="get_weather", content={"temp": 3, "sky": "snow"}),
             RetryPromptPart("city must be a string", tool_name="get_weather", tool_call_id="c2"),
         ),
-        CanonicalMessage.response(ToolCallPart("c3", "get_weather", {"city": "Rome"})),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="c3", tool_name="get_weather", args={"city": "Rome"})
+        ),
         CanonicalMessage.request(RetryPromptPart("Please answer in French.")),
         CanonicalMessage.response(TextPart("D'accord.")),
-        CanonicalMessage.request(ToolReturnPart("c3", "get_weather", "sunny"), UserPromptPart("thanks")),
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="c3", tool_name="get_weather", content="sunny"),
+            UserPromptPart("thanks"),
+        ),
     ]
     response = await model.request(history, [WEATHER], ModelSettings())
     assert fake_server.bodies[0]["messages"] == [
@@ -247,8 +254,8 @@ async def test_invalid_json_arguments_are_kept_raw(fake_server: FakeServer, mode
     response = await model.request([user("go")], [WEATHER], ModelSettings())
     assert response.parts == (
         TextPart("Let me check."),
-        ToolCallPart("call_1", "get_weather", "{city:"),
-        ToolCallPart("call_2", "get_weather", {}),
+        ToolCallPart(tool_call_id="call_1", tool_name="get_weather", args="{city:"),
+        ToolCallPart(tool_call_id="call_2", tool_name="get_weather", args={}),
     )
 
 

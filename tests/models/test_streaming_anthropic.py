@@ -277,7 +277,9 @@ async def test_tool_use_input_streams_as_json_fragments(
     streamed = final(items)
     assert streamed.parts == (
         TextPart("Let me check."),
-        ToolCallPart("toolu_01T1x1fJ34qAmk2tNTrN7Up6", "get_weather", {"city": "Paris"}),
+        ToolCallPart(
+            tool_call_id="toolu_01T1x1fJ34qAmk2tNTrN7Up6", tool_name="get_weather", args={"city": "Paris"}
+        ),
     )
     assert streamed.finish_reason == "tool_call"
     assert same(
@@ -295,8 +297,8 @@ async def test_parallel_tool_calls_each_keep_their_block_index(
     starts = [i for i in items if isinstance(i, ToolCallDelta) and i.tool_call_id]
     assert [(d.index, d.tool_call_id) for d in starts] == [(0, "toolu_a"), (1, "toolu_b")]
     assert final(items).tool_calls == (
-        ToolCallPart("toolu_a", "get_weather", {"city": "Paris"}),
-        ToolCallPart("toolu_b", "get_weather", {"city": "Oslo"}),
+        ToolCallPart(tool_call_id="toolu_a", tool_name="get_weather", args={"city": "Paris"}),
+        ToolCallPart(tool_call_id="toolu_b", tool_name="get_weather", args={"city": "Oslo"}),
     )
 
 
@@ -306,7 +308,7 @@ async def test_tool_input_that_is_not_json_is_kept_raw(
     call: Block = ("tool_use", ("toolu_c", "get_weather", ['{"city": "Pa']))
     fake_server.reply(Stream(events(call, stop_reason="tool_use")))
     assert final(await drain(model, tools=[WEATHER])).tool_calls == (
-        ToolCallPart("toolu_c", "get_weather", '{"city": "Pa'),
+        ToolCallPart(tool_call_id="toolu_c", tool_name="get_weather", args='{"city": "Pa'),
     )
 
 
@@ -315,7 +317,9 @@ async def test_tool_use_without_input_is_an_empty_object(
 ) -> None:
     call: Block = ("tool_use", ("toolu_d", "list_cities", []))
     fake_server.reply(Stream(events(call, stop_reason="tool_use")))
-    assert final(await drain(model)).tool_calls == (ToolCallPart("toolu_d", "list_cities", {}),)
+    assert final(await drain(model)).tool_calls == (
+        ToolCallPart(tool_call_id="toolu_d", tool_name="list_cities", args={}),
+    )
 
 
 async def test_error_event_mid_stream_is_typed_and_not_retried(
@@ -521,5 +525,7 @@ def test_deltas_add_up_to_the_final_message(
         deltas = [i for i in items if isinstance(i, ToolCallDelta) and i.index == index]
         assert deltas[0].tool_call_id == f"toolu_{n}"
         assert json.loads("".join(d.args_delta for d in deltas)) == args
-        assert streamed.parts[index] == ToolCallPart(f"toolu_{n}", "get_weather", args)
+        assert streamed.parts[index] == ToolCallPart(
+            tool_call_id=f"toolu_{n}", tool_name="get_weather", args=args
+        )
     assert same(streamed, plain)

@@ -83,7 +83,7 @@ async def test_stream_function_items_become_deltas_and_the_response() -> None:
     response = final(items)
     assert response.parts == (
         TextPart("Let me check."),
-        ToolCallPart("call_1", "get_weather", {"city": "Paris"}),
+        ToolCallPart(tool_call_id="call_1", tool_name="get_weather", args={"city": "Paris"}),
     )
     assert response.model_name == "gpt-4o"
     assert response.timestamp is not None
@@ -123,7 +123,7 @@ async def test_text_after_another_part_starts_a_new_text_part() -> None:
     assert final(items).parts == (
         ThoughtPart("Paris? Sunny.", signature="sig-1"),
         TextPart("It is sunny."),
-        ToolCallPart(start.tool_call_id, "get_weather", {}),
+        ToolCallPart(tool_call_id=start.tool_call_id, tool_name="get_weather", args={}),
         TextPart("Anything else?"),
     )
 
@@ -133,7 +133,7 @@ async def test_invalid_arguments_json_is_kept_raw() -> None:
         yield ToolCallDelta(0, "c1", "get_weather", '{"city": ')
 
     assert final(await drain(FunctionModel(stream_function=stream))).parts == (
-        ToolCallPart("c1", "get_weather", '{"city": '),
+        ToolCallPart(tool_call_id="c1", tool_name="get_weather", args='{"city": '),
     )
 
 
@@ -184,7 +184,7 @@ async def test_a_regular_function_streams_its_response_in_chunks() -> None:
     answer = CanonicalMessage.response(
         ThoughtPart("Think first.", signature="sig"),
         TextPart("The weather in Paris is sunny."),
-        ToolCallPart("call_7", "get_weather", {"city": "Paris", "days": [1, 2]}),
+        ToolCallPart(tool_call_id="call_7", tool_name="get_weather", args={"city": "Paris", "days": [1, 2]}),
     )
     model = FunctionModel(lambda messages, info: answer)
     items = await drain(model, tools=[WEATHER])
@@ -233,7 +233,9 @@ async def test_test_model_streams_calls_then_its_answer() -> None:
     answered = [
         *PROMPT,
         final(items),
-        CanonicalMessage.request(ToolReturnPart("get_weather", "sunny", "test_call_1")),
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="get_weather", tool_name="sunny", content="test_call_1")
+        ),
     ]
     items = await drain(stream_model, answered, [WEATHER])
     assert items[:-1] == [TextDelta("all ", 0), TextDelta("done ", 0), TextDelta("now", 0)]
@@ -261,9 +263,9 @@ parts = st.one_of(
     ),
     st.builds(
         ToolCallPart,
-        st.from_regex(r"call_[a-z0-9]{1,8}", fullmatch=True),
-        st.just("get_weather"),
-        st.dictionaries(st.text(max_size=6), json_values, max_size=4),
+        tool_call_id=st.from_regex(r"call_[a-z0-9]{1,8}", fullmatch=True),
+        tool_name=st.just("get_weather"),
+        args=st.dictionaries(st.text(max_size=6), json_values, max_size=4),
     ),
 )
 

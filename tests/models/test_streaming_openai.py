@@ -211,7 +211,9 @@ async def test_tool_call_arguments_stream_as_fragments(fake_server: FakeServer, 
         *(ToolCallDelta(index, args_delta=f) for f in fragments),
     ]
     streamed = final(items)
-    assert streamed.parts == (ToolCallPart("call_abc123", "get_weather", {"city": "Paris"}),)
+    assert streamed.parts == (
+        ToolCallPart(tool_call_id="call_abc123", tool_name="get_weather", args={"city": "Paris"}),
+    )
     assert streamed.finish_reason == "tool_call"
     fake_server.reply(completion(calls=calls, finish_reason="tool_calls"))
     assert streamed == await model.request(PROMPT, [WEATHER], ModelSettings())
@@ -244,8 +246,8 @@ async def test_parallel_tool_calls_interleaved_keep_their_own_indices(
         ToolCallDelta(second, args_delta='ty": "Oslo"}'),
     ]
     assert final(items).parts == (
-        ToolCallPart("call_1", "get_weather", {"city": "Paris"}),
-        ToolCallPart("call_2", "get_weather", {"city": "Oslo"}),
+        ToolCallPart(tool_call_id="call_1", tool_name="get_weather", args={"city": "Paris"}),
+        ToolCallPart(tool_call_id="call_2", tool_name="get_weather", args={"city": "Oslo"}),
     )
 
 
@@ -259,7 +261,7 @@ async def test_text_then_tool_call_do_not_collide(fake_server: FakeServer, model
     }
     assert final(items).parts == (
         TextPart("Let me check."),
-        ToolCallPart("call_9", "get_weather", {"city": "Rome"}),
+        ToolCallPart(tool_call_id="call_9", tool_name="get_weather", args={"city": "Rome"}),
     )
 
 
@@ -276,7 +278,9 @@ async def test_a_call_sent_whole_without_index_is_one_delta(
     items = await drain(model, tools=[WEATHER])
     assert items[:-1] == [ToolCallDelta(TOOL_CALL_INDEX_OFFSET, "call_x", "get_weather", '{"city":"Nice"}')]
     message = final(items)
-    assert message.parts == (ToolCallPart("call_x", "get_weather", {"city": "Nice"}),)
+    assert message.parts == (
+        ToolCallPart(tool_call_id="call_x", tool_name="get_weather", args={"city": "Nice"}),
+    )
     assert message.usage is None  # no usage chunk: the server sent none (as a request without usage)
 
 

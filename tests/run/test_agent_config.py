@@ -99,7 +99,7 @@ async def test_blank_final_response_is_nudged_not_returned() -> None:
     from harness.core import ThoughtPart
 
     model = FunctionModel.from_responses(
-        CanonicalMessage.response(ToolCallPart("c", "ping")),
+        CanonicalMessage.response(ToolCallPart(tool_call_id="c", tool_name="ping")),
         CanonicalMessage.response(ThoughtPart("t"), TextPart("")),
         CanonicalMessage.response(TextPart("ok")),
     )

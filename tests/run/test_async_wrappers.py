@@ -67,7 +67,7 @@ async def test_an_async_wrapper_holds_a_lock_around_each_call_and_passes_results
                 self.inside -= 1
 
     limiter = OneAtATime()
-    calls = [ToolCallPart(f"c{i}", "echo", {"text": f"t{i}"}) for i in range(4)]
+    calls = [ToolCallPart(tool_call_id=f"c{i}", tool_name="echo", args={"text": f"t{i}"}) for i in range(4)]
     result = await agent_with(limiter, *calls).run("go")
     assert result.output == "t0 | t1 | t2 | t3"
     assert limiter.most == 1
@@ -81,7 +81,9 @@ async def test_an_async_wrapper_replaces_the_result_with_return() -> None:
             outcome = yield
             yield Return(str(outcome.content).upper())
 
-    result = await agent_with(Shout(), ToolCallPart("c1", "echo", {"text": "hi"})).run("go")
+    result = await agent_with(
+        Shout(), ToolCallPart(tool_call_id="c1", tool_name="echo", args={"text": "hi"})
+    ).run("go")
     assert result.output == "HI"
     assert ran == ["hi"]
 
@@ -93,7 +95,9 @@ async def test_an_async_wrapper_short_circuits_with_return_before_its_first_yiel
             await asyncio.sleep(0)  # e.g. asking an approval service
             yield Return("refused by the approver")
 
-    result = await agent_with(Approver(), ToolCallPart("c1", "echo", {"text": "hi"})).run("go")
+    result = await agent_with(
+        Approver(), ToolCallPart(tool_call_id="c1", tool_name="echo", args={"text": "hi"})
+    ).run("go")
     assert result.output == "refused by the approver"
     assert ran == []
 
@@ -150,7 +154,9 @@ async def test_an_async_wrapper_that_yields_a_bare_value_is_refused_naming_retur
             yield "not a Return"
 
     with pytest.raises(CapabilityError, match=r"yield Return\(value\)"):
-        await agent_with(Wrong(), ToolCallPart("c1", "echo", {"text": "hi"})).run("go")
+        await agent_with(Wrong(), ToolCallPart(tool_call_id="c1", tool_name="echo", args={"text": "hi"})).run(
+            "go"
+        )
 
 
 async def test_an_async_wrapper_that_ends_before_yielding_is_refused() -> None:
@@ -161,7 +167,9 @@ async def test_an_async_wrapper_that_ends_before_yielding_is_refused() -> None:
                 yield
 
     with pytest.raises(CapabilityError, match="returned before it yielded"):
-        await agent_with(Ends(), ToolCallPart("c1", "echo", {"text": "hi"})).run("go")
+        await agent_with(Ends(), ToolCallPart(tool_call_id="c1", tool_name="echo", args={"text": "hi"})).run(
+            "go"
+        )
 
 
 async def test_an_async_wrapper_awaiting_a_slow_service_never_blocks_other_coroutines() -> None:
@@ -183,7 +191,9 @@ async def test_an_async_wrapper_awaiting_a_slow_service_never_blocks_other_corou
 
     stop = asyncio.Event()
     beat = asyncio.create_task(heartbeat(stop))
-    await agent_with(SlowService(), ToolCallPart("c1", "echo", {"text": "hi"})).run("go")
+    await agent_with(
+        SlowService(), ToolCallPart(tool_call_id="c1", tool_name="echo", args={"text": "hi"})
+    ).run("go")
     stop.set()
     await beat
     assert len(gaps) >= 10

@@ -36,8 +36,12 @@ def conversation(turns: int = 4) -> list[CanonicalMessage]:
     for turn in range(turns):
         messages += [
             CanonicalMessage.user(f"question {turn} " + "word " * 20),
-            CanonicalMessage.response(ToolCallPart(f"call_{turn}", "read", {"path": f"{turn}.txt"})),
-            CanonicalMessage.request(ToolReturnPart(f"call_{turn}", "read", "file body " * 30)),
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"call_{turn}", tool_name="read", args={"path": f"{turn}.txt"})
+            ),
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=f"call_{turn}", tool_name="read", content="file body " * 30)
+            ),
             CanonicalMessage.response(TextPart(f"answer {turn}")),
         ]
     messages.append(CanonicalMessage.user("the request being sent"))

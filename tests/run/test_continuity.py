@@ -44,7 +44,9 @@ class Reader:
         step = len(self.sent)
         if done >= self.reads or step > self.reads:
             return "done"
-        return CanonicalMessage.response(ToolCallPart(f"c{step}", "read_file", {"path": f"f{step}.py"}))
+        return CanonicalMessage.response(
+            ToolCallPart(tool_call_id=f"c{step}", tool_name="read_file", args={"path": f"f{step}.py"})
+        )
 
 
 def notes(messages: list[CanonicalMessage]) -> list[str]:
@@ -114,7 +116,9 @@ async def test_the_latest_plan_is_re_sent_when_its_call_was_dropped() -> None:
             if not self.sent:
                 self.sent.append(list(messages))
                 return CanonicalMessage.response(
-                    ToolCallPart("plan1", "update_plan", {"steps": ["read", "fix"]})
+                    ToolCallPart(
+                        tool_call_id="plan1", tool_name="update_plan", args={"steps": ["read", "fix"]}
+                    )
                 )
             return super().__call__(messages, info)
 

@@ -62,7 +62,9 @@ def test_history_survives_round_trip_with_identical_parts_and_ids(
 async def test_session_load_preserves_thoughts_messages_and_usage(tmp_path: Path) -> None:
     model = FunctionModel.from_responses(
         CanonicalMessage.response(
-            ThoughtPart("I should list"), ToolCallPart("c1", "ls"), usage=Usage(100, 10, cached_tokens=40)
+            ThoughtPart("I should list"),
+            ToolCallPart(tool_call_id="c1", tool_name="ls"),
+            usage=Usage(100, 10, cached_tokens=40),
         ),
         CanonicalMessage.response(TextPart("two files"), usage=Usage(150, 5, cached_tokens=100)),
     )
@@ -122,8 +124,11 @@ async def test_tool_registry_in_sync_with_tool_return_parts() -> None:
         return "late"
 
     model = FunctionModel.from_responses(
-        CanonicalMessage.response(ToolCallPart("g", "good"), ToolCallPart("r", "retry")),
-        CanonicalMessage.response(ToolCallPart("s", "slow")),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="g", tool_name="good"),
+            ToolCallPart(tool_call_id="r", tool_name="retry"),
+        ),
+        CanonicalMessage.response(ToolCallPart(tool_call_id="s", tool_name="slow")),
     )
     agent = Agent(model, tools=[good, retry, slow])
     agent.plugin_manager.register(Probe(), name="probe")
@@ -161,12 +166,21 @@ async def test_request_loop_prunes_and_sanitizes_before_run() -> None:
         CanonicalMessage.request(
             SystemPromptPart("stored system prompt"), UserPromptPart("first"), run_id="old"
         ),
-        CanonicalMessage.response(ToolCallPart("a", "read"), ToolCallPart("b", "read"), run_id="old"),
-        CanonicalMessage.request(ToolReturnPart("a", "read", big), ToolReturnPart("b", "read", big)),
-        CanonicalMessage.response(TextPart("read both"), ToolCallPart("dangling", "read")),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="a", tool_name="read"),
+            ToolCallPart(tool_call_id="b", tool_name="read"),
+            run_id="old",
+        ),
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="a", tool_name="read", content=big),
+            ToolReturnPart(tool_call_id="b", tool_name="read", content=big),
+        ),
+        CanonicalMessage.response(
+            TextPart("read both"), ToolCallPart(tool_call_id="dangling", tool_name="read")
+        ),
         CanonicalMessage.user("second"),
-        CanonicalMessage.response(ToolCallPart("c", "read")),
-        CanonicalMessage.request(ToolReturnPart("c", "read", big)),
+        CanonicalMessage.response(ToolCallPart(tool_call_id="c", tool_name="read")),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="c", tool_name="read", content=big)),
         CanonicalMessage.response(TextPart("ok")),
     ]
     assert check_invariants(history, persisted=True) != []
@@ -205,7 +219,9 @@ async def test_abort_appends_interrupted_and_cleans_dangling_calls(tmp_path: Pat
 
     model = FunctionModel.from_responses(
         CanonicalMessage.response(
-            TextPart("working on it"), ToolCallPart("q", "quick"), ToolCallPart("h", "hang")
+            TextPart("working on it"),
+            ToolCallPart(tool_call_id="q", tool_name="quick"),
+            ToolCallPart(tool_call_id="h", tool_name="hang"),
         )
     )
 
@@ -249,7 +265,9 @@ async def test_abort_appends_interrupted_and_cleans_dangling_calls(tmp_path: Pat
 # 6. UI can still extract the latest assistant response without depending on ModelResponse.
 async def test_ui_extracts_latest_assistant_response(tmp_path: Path) -> None:
     model = FunctionModel.from_responses(
-        CanonicalMessage.response(ThoughtPart("hmm"), TextPart("Let me check."), ToolCallPart("c", "ls")),
+        CanonicalMessage.response(
+            ThoughtPart("hmm"), TextPart("Let me check."), ToolCallPart(tool_call_id="c", tool_name="ls")
+        ),
         CanonicalMessage.response(ThoughtPart("done thinking"), TextPart("Two files: "), TextPart("a, b")),
     )
 

@@ -94,7 +94,7 @@ def test_with_fallback_appends_marked_calls_and_keeps_text() -> None:
 
 def test_with_fallback_skips_structured_calls_and_plain_text() -> None:
     structured = CanonicalMessage.response(
-        TextPart('{"name": "bash", "arguments": {}}'), ToolCallPart("c", "bash")
+        TextPart('{"name": "bash", "arguments": {}}'), ToolCallPart(tool_call_id="c", tool_name="bash")
     )
     assert with_fallback_tool_calls(structured, TOOLS) is None
     assert with_fallback_tool_calls(CanonicalMessage.response(TextPart("hi")), TOOLS) is None

@@ -94,7 +94,9 @@ async def test_a_failing_count_after_a_failed_run_becomes_a_note_and_the_history
             counts.broken = True
 
     def loop(messages: list[CanonicalMessage], info: FunctionInfo) -> CanonicalMessage:
-        return CanonicalMessage.response(ToolCallPart(f"c{len(messages)}", "noop", {}))
+        return CanonicalMessage.response(
+            ToolCallPart(tool_call_id=f"c{len(messages)}", tool_name="noop", args={})
+        )
 
     def noop() -> str:
         """Do nothing."""
@@ -139,7 +141,9 @@ async def test_every_time_a_stored_run_records_comes_from_its_effects(tmp_path: 
 
     def model(messages: list[CanonicalMessage], info: FunctionInfo) -> CanonicalMessage:
         if len(messages) == 1:
-            return CanonicalMessage.response(ToolCallPart("c1", "echo", {"text": "hi"}))
+            return CanonicalMessage.response(
+                ToolCallPart(tool_call_id="c1", tool_name="echo", args={"text": "hi"})
+            )
         return CanonicalMessage.response(TextPart("done"))
 
     store = SqliteStore(tmp_path / "s.db")
@@ -166,7 +170,9 @@ async def test_leaving_a_stream_before_its_run_started_aborts_it_at_once(tmp_pat
 
     def slow(messages: list[CanonicalMessage], info: FunctionInfo) -> CanonicalMessage:
         requests.append(len(messages))
-        return CanonicalMessage.response(ToolCallPart(f"c{len(messages)}", "wait", {}))
+        return CanonicalMessage.response(
+            ToolCallPart(tool_call_id=f"c{len(messages)}", tool_name="wait", args={})
+        )
 
     async def wait() -> str:
         """Wait a little."""

@@ -25,7 +25,7 @@ def echo(text: str) -> str:
 def one_call(messages: list[CanonicalMessage], info: FunctionInfo) -> CanonicalMessage:
     if any(isinstance(p, ToolReturnPart) for m in messages for p in m.parts):
         return CanonicalMessage.response(TextPart("done"))
-    return CanonicalMessage.response(ToolCallPart("c1", "echo", {"text": "hi"}))
+    return CanonicalMessage.response(ToolCallPart(tool_call_id="c1", tool_name="echo", args={"text": "hi"}))
 
 
 def test_the_library_installs_no_handler() -> None:

@@ -50,7 +50,12 @@ class Scenario:
             t = self.turn
             return CanonicalMessage.response(
                 TextPart(f"round {t}"),
-                *(ToolCallPart(f"r{t}_{i}", "work", {"key": f"r{t}_{i}", "spins": i + 1}) for i in range(3)),
+                *(
+                    ToolCallPart(
+                        tool_call_id=f"r{t}_{i}", tool_name="work", args={"key": f"r{t}_{i}", "spins": i + 1}
+                    )
+                    for i in range(3)
+                ),
             )
         return CanonicalMessage.response(TextPart("final answer"))
 
@@ -205,7 +210,9 @@ async def test_user_abort_raised_by_tool(tmp_path: Path) -> None:
 
     session = Session.create(tmp_path)
     model = FunctionModel.from_responses(
-        CanonicalMessage.response(ToolCallPart("a", "fine"), ToolCallPart("b", "stop"))
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="a", tool_name="fine"), ToolCallPart(tool_call_id="b", tool_name="stop")
+        )
     )
     with pytest.raises(UserAbort, match="escape") as info:
         await Agent(model, tools=[fine, stop]).run("go", session=session)
@@ -231,7 +238,10 @@ async def test_abort_called_from_inside_a_tool() -> None:
         return "never stored"
 
     agent = Agent(
-        FunctionModel.from_responses(CanonicalMessage.response(ToolCallPart("p", "panic"))), tools=[panic]
+        FunctionModel.from_responses(
+            CanonicalMessage.response(ToolCallPart(tool_call_id="p", tool_name="panic"))
+        ),
+        tools=[panic],
     )
     agent_box.append(agent)
     session = Session()
@@ -249,7 +259,9 @@ def test_keyboard_interrupt_in_sync_tool_saves_and_reraises(tmp_path: Path) -> N
         raise KeyboardInterrupt
 
     session = Session.create(tmp_path)
-    model = FunctionModel.from_responses(CanonicalMessage.response(ToolCallPart("k", "interrupted")))
+    model = FunctionModel.from_responses(
+        CanonicalMessage.response(ToolCallPart(tool_call_id="k", tool_name="interrupted"))
+    )
     agent = Agent(model, tools=[interrupted])
     with pytest.raises(KeyboardInterrupt):
         agent.run_sync("go", session=session)

@@ -32,9 +32,15 @@ def build_history(size: int) -> list[CanonicalMessage]:
         turn += 1
         messages.append(CanonicalMessage.request(UserPromptPart(f"question {turn} " + "word " * 20)))
         messages.append(
-            CanonicalMessage.response(TextPart("looking"), ToolCallPart(f"h{turn}", "read", {"p": turn}))
+            CanonicalMessage.response(
+                TextPart("looking"), ToolCallPart(tool_call_id=f"h{turn}", tool_name="read", args={"p": turn})
+            )
         )
-        messages.append(CanonicalMessage.request(ToolReturnPart(f"h{turn}", "read", "line\n" * 40)))
+        messages.append(
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=f"h{turn}", tool_name="read", content="line\n" * 40)
+            )
+        )
         messages.append(CanonicalMessage.response(TextPart(f"answer {turn}")))
     _HISTORIES[size] = messages[:size]
     return list(_HISTORIES[size])
@@ -63,7 +69,9 @@ async def overhead_per_iteration(size: int) -> float:
         if calls >= ITERATIONS:
             reply = CanonicalMessage.response(TextPart("done"))
         else:
-            reply = CanonicalMessage.response(ToolCallPart(f"b{calls}", "read", {"p": calls}))
+            reply = CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"b{calls}", tool_name="read", args={"p": calls})
+            )
         outside += time.perf_counter() - start
         return reply
 

@@ -53,7 +53,7 @@ def resp(*parts: Part, **fields: Any) -> CanonicalMessage:
 
 
 def call(call_id: str, name: str, args: Any = None) -> ToolCallPart:
-    return ToolCallPart(call_id, name, {} if args is None else args)
+    return ToolCallPart(tool_call_id=call_id, tool_name=name, args={} if args is None else args)
 
 
 class Recorder:
@@ -323,7 +323,10 @@ async def test_json_string_arguments_are_accepted() -> None:
         FunctionModel.from_responses(resp(call("c1", "add", '{"a": 2, "b": 3}')), "ok"), tools=[add]
     ).run("go")
     assert result.all_messages[2].parts[0] == ToolReturnPart(
-        "c1", "add", 5, timestamp=getattr(result.all_messages[2].parts[0], "timestamp", None)
+        tool_call_id="c1",
+        tool_name="add",
+        content=5,
+        timestamp=getattr(result.all_messages[2].parts[0], "timestamp", None),
     )
 
 
@@ -757,7 +760,7 @@ class Editor(Capability):
         new: list[CanonicalMessage] = []
         for message in ctx.messages[:-1]:
             parts = tuple(
-                ToolReturnPart(p.tool_call_id, p.tool_name, "[cleared]")
+                ToolReturnPart(tool_call_id=p.tool_call_id, tool_name=p.tool_name, content="[cleared]")
                 if isinstance(p, ToolReturnPart)
                 else p
                 for p in message.parts
@@ -866,10 +869,10 @@ def test_random_runs_keep_invariants_and_registry_in_sync(runs: list[list[list[s
         counter += 1
         key = f"k{counter}"
         if action == "invalid":
-            return ToolCallPart(f"id{counter}", "work", {"key": 1})
+            return ToolCallPart(tool_call_id=f"id{counter}", tool_name="work", args={"key": 1})
         if action == "unknown":
-            return ToolCallPart(f"id{counter}", "missing", {})
-        return ToolCallPart(f"id{counter}", "work", {"key": key, "mode": action})
+            return ToolCallPart(tool_call_id=f"id{counter}", tool_name="missing", args={})
+        return ToolCallPart(tool_call_id=f"id{counter}", tool_name="work", args={"key": key, "mode": action})
 
     agent_budget = 100
     for batches in runs:

@@ -73,8 +73,8 @@ async def test_a_wrapper_short_circuits_a_tool_call_and_the_model_reads_its_resu
 
     agent = make_agent(
         Policy(),
-        ToolCallPart("c1", "delete_everything", {"target": "/"}),
-        ToolCallPart("c2", "echo", {"text": "hi"}),
+        ToolCallPart(tool_call_id="c1", tool_name="delete_everything", args={"target": "/"}),
+        ToolCallPart(tool_call_id="c2", tool_name="echo", args={"text": "hi"}),
     )
     result = await agent.run("go")
     assert ran == ["echo:hi"]
@@ -91,7 +91,9 @@ async def test_a_wrapper_changes_arguments_and_results() -> None:
             outcome = yield
             return ToolOutcome("returned", content=f"<{outcome.content}>")
 
-    result = await make_agent(Rewrite(), ToolCallPart("c1", "echo", {"text": "hi"})).run("go")
+    result = await make_agent(
+        Rewrite(), ToolCallPart(tool_call_id="c1", tool_name="echo", args={"text": "hi"})
+    ).run("go")
     assert ran == ["echo:HI"]
     assert result.output == "<HI>"
 
@@ -105,7 +107,9 @@ async def test_edited_arguments_are_validated_like_the_models() -> None:
             return (yield)
 
     result = await make_agent(
-        Breaks(), ToolCallPart("c1", "echo", {"text": "hi"}), ToolCallPart("c2", "echo", {"text": "ok"})
+        Breaks(),
+        ToolCallPart(tool_call_id="c1", tool_name="echo", args={"text": "hi"}),
+        ToolCallPart(tool_call_id="c2", tool_name="echo", args={"text": "ok"}),
     ).run("go")
     assert ran == ["echo:ok"]
     retries = [p for m in result.all_messages for p in m.parts if isinstance(p, RetryPromptPart)]
@@ -131,7 +135,9 @@ async def test_wrappers_run_outermost_first_in_registration_order() -> None:
     pm.register(Named("outer"), name="outer")
     pm.register(Named("inner"), name="inner")
     agent = Agent(
-        calls_then_answer(ToolCallPart("c1", "echo", {"text": "x"})), tools=[echo], plugin_manager=pm
+        calls_then_answer(ToolCallPart(tool_call_id="c1", tool_name="echo", args={"text": "x"})),
+        tools=[echo],
+        plugin_manager=pm,
     )
     await agent.run("go")
     assert order == ["outer before", "inner before", "inner after", "outer after"]
@@ -145,7 +151,7 @@ async def test_a_wrapper_that_raises_names_itself_and_the_history_stays_valid(tm
             raise RuntimeError("boom")
 
     session = Session(path=tmp_path / "s.json")
-    agent = make_agent(Broken(), ToolCallPart("c1", "echo", {"text": "hi"}))
+    agent = make_agent(Broken(), ToolCallPart(tool_call_id="c1", tool_name="echo", args={"text": "hi"}))
     with pytest.raises(CapabilityError, match="boom") as info:
         await agent.run("go", session=session)
     assert info.value.capability == "Broken"
@@ -165,7 +171,9 @@ async def test_run_stopped_from_a_wrapper_propagates_unchanged() -> None:
             yield  # pragma: no cover
 
     with pytest.raises(Stop, match="limit reached") as info:
-        await make_agent(Stopper(), ToolCallPart("c1", "echo", {"text": "hi"})).run("go")
+        await make_agent(
+            Stopper(), ToolCallPart(tool_call_id="c1", tool_name="echo", args={"text": "hi"})
+        ).run("go")
     assert check_invariants(info.value.session.messages) == []
 
 
@@ -176,7 +184,9 @@ async def test_a_wrapper_returning_none_is_refused() -> None:
             yield
 
     with pytest.raises(CapabilityError, match="returned None"):
-        await make_agent(Forgets(), ToolCallPart("c1", "echo", {"text": "hi"})).run("go")
+        await make_agent(
+            Forgets(), ToolCallPart(tool_call_id="c1", tool_name="echo", args={"text": "hi"})
+        ).run("go")
 
 
 def test_wrappers_must_be_generators() -> None:
@@ -278,7 +288,7 @@ async def test_a_model_wrapper_that_breaks_the_request_is_refused_and_nothing_is
         ) -> Generator[None, CanonicalMessage, CanonicalMessage]:
             request.messages = [
                 *request.messages,
-                CanonicalMessage.request(ToolReturnPart("ghost", "echo", "x")),
+                CanonicalMessage.request(ToolReturnPart(tool_call_id="ghost", tool_name="echo", content="x")),
             ]
             return (yield)
 
@@ -334,7 +344,7 @@ async def test_after_model_response_edits_the_stored_response_and_is_guarded() -
     class Duplicator:
         @hookimpl
         def after_model_response(self, response: CanonicalMessage) -> CanonicalMessage:
-            call = ToolCallPart("same", "echo", {"text": "a"})
+            call = ToolCallPart(tool_call_id="same", tool_name="echo", args={"text": "a"})
             return response.replace(parts=(call, call))
 
     pm2 = PluginManager()
@@ -400,7 +410,7 @@ async def test_every_way_of_editing_the_request_is_guarded(how: str) -> None:
         sent.append(1)
         return CanonicalMessage.response(TextPart("x"))
 
-    orphan = CanonicalMessage.request(ToolReturnPart("ghost", "echo", "x"))
+    orphan = CanonicalMessage.request(ToolReturnPart(tool_call_id="ghost", tool_name="echo", content="x"))
 
     class Breaker:
         @hookimpl(wrapper=True)

@@ -56,7 +56,8 @@ def mail_model(sent: list[list[CanonicalMessage]]) -> FunctionModel:
         returns = [p for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
         if not returns:
             return CanonicalMessage.response(
-                ToolCallPart("m1", "send_mail", {"to": "ann"}), ToolCallPart("m2", "send_mail", {"to": "bob"})
+                ToolCallPart(tool_call_id="m1", tool_name="send_mail", args={"to": "ann"}),
+                ToolCallPart(tool_call_id="m2", tool_name="send_mail", args={"to": "bob"}),
             )
         return CanonicalMessage.response(TextPart(" / ".join(str(p.content) for p in returns)))
 

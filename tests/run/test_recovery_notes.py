@@ -36,7 +36,11 @@ class FailsOnCancel:
 
 def _two_calls() -> FunctionModel:
     return FunctionModel.from_responses(
-        CanonicalMessage.response(ToolCallPart("c1", "wait"), ToolCallPart("c2", "wait")), "done"
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="c1", tool_name="wait"),
+            ToolCallPart(tool_call_id="c2", tool_name="wait"),
+        ),
+        "done",
     )
 
 
@@ -113,7 +117,9 @@ async def test_an_observer_failing_on_a_tool_that_aborts_is_noted_on_the_user_ab
         """Stop the run, as a tool asking the user and told no would."""
         raise UserAbort("the user said no")
 
-    model = FunctionModel.from_responses(CanonicalMessage.response(ToolCallPart("c1", "stop")), "done")
+    model = FunctionModel.from_responses(
+        CanonicalMessage.response(ToolCallPart(tool_call_id="c1", tool_name="stop")), "done"
+    )
     agent = Agent(model, tools=[stop])
     agent.plugin_manager.register(FailsOnCancel(), name="audit")
     with pytest.raises(UserAbort, match="the user said no") as caught:

@@ -37,7 +37,7 @@ def scripted(*responses: CanonicalMessage) -> FunctionModel:
 
 
 def call(call_id: str, name: str = "probe", **args: object) -> CanonicalMessage:
-    return CanonicalMessage.response(ToolCallPart(call_id, name, dict(args)))
+    return CanonicalMessage.response(ToolCallPart(tool_call_id=call_id, tool_name=name, args=dict(args)))
 
 
 async def test_every_step_is_in_the_store_while_the_run_goes_on(store: SessionStore) -> None:
@@ -84,7 +84,9 @@ class ClearOldResults(Capability):
             for part in message.parts:
                 if isinstance(part, ToolReturnPart) and part.content != "[cleared]":
                     cleared.append(part.tool_call_id)
-                    part = ToolReturnPart(part.tool_call_id, part.tool_name, "[cleared]")
+                    part = ToolReturnPart(
+                        tool_call_id=part.tool_call_id, tool_name=part.tool_name, content="[cleared]"
+                    )
                 parts.append(part)
             if cleared and parts != list(message.parts):
                 ctx.messages[index] = message.replace(parts=tuple(parts))
@@ -158,7 +160,11 @@ async def test_a_stale_session_gets_a_conflict_and_writes_nothing(store: Session
 def ledger_entry(call_id: str, name: str, status: str, result: str | None = None) -> LedgerEntry:
     from datetime import UTC, datetime
 
-    answer = encode_part(ToolReturnPart(call_id, name, result)) if result is not None else None
+    answer = (
+        encode_part(ToolReturnPart(tool_call_id=call_id, tool_name=name, content=result))
+        if result is not None
+        else None
+    )
     return LedgerEntry(call_id, name, status, datetime.now(UTC), None, answer)  # type: ignore[arg-type]
 
 
@@ -183,10 +189,10 @@ async def test_resume_reuses_finished_calls_reruns_idempotent_ones_and_reports_u
     session.messages = [
         CanonicalMessage.user("do it"),
         CanonicalMessage.response(
-            ToolCallPart("c1", "read", {"path": "a"}),
-            ToolCallPart("c2", "write", {"path": "b"}),
-            ToolCallPart("c3", "read", {"path": "c"}),
-            ToolCallPart("c4", "write", {"path": "d"}),
+            ToolCallPart(tool_call_id="c1", tool_name="read", args={"path": "a"}),
+            ToolCallPart(tool_call_id="c2", tool_name="write", args={"path": "b"}),
+            ToolCallPart(tool_call_id="c3", tool_name="read", args={"path": "c"}),
+            ToolCallPart(tool_call_id="c4", tool_name="write", args={"path": "d"}),
         ),
     ]
     session.record_tool(ledger_entry("c1", "read", "completed", "contents of a (first run)"))
@@ -271,7 +277,7 @@ def test_an_unknown_outcome_is_recorded_so_a_second_stop_gives_the_same_answer()
         return path
 
     tools = {"write": Tool.from_function(write, idempotent=False)}
-    calls = [ToolCallPart("w1", "write", {"path": "a"})]
+    calls = [ToolCallPart(tool_call_id="w1", tool_name="write", args={"path": "a"})]
     first = plan_resume(calls, {"w1": ledger_entry("w1", "write", "started")}, tools)
     assert first.rerun == ()
     (update,) = first.ledger

@@ -103,7 +103,9 @@ CHILD = textwrap.dedent(
 )
 
 
-async def test_a_second_process_fails_before_its_model_is_called(url: str) -> None:
+async def test_a_second_process_fails_before_its_model_is_called(url: str, tmp_path: Path) -> None:
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
     store = open_store(url)
     Session.create(store=store, session_id="shared").checkpoint()
     gate = asyncio.Event()
@@ -114,8 +116,7 @@ async def test_a_second_process_fails_before_its_model_is_called(url: str) -> No
     await wait_for(calls)
     child = await asyncio.create_subprocess_exec(
         sys.executable,
-        "-c",
-        CHILD,
+        str(script),
         url,
         stdout=subprocess.PIPE,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
@@ -130,8 +131,7 @@ async def test_a_second_process_fails_before_its_model_is_called(url: str) -> No
     assert (await running).output == "done"
     child = await asyncio.create_subprocess_exec(
         sys.executable,
-        "-c",
-        CHILD,
+        str(script),
         url,
         stdout=subprocess.PIPE,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
@@ -157,11 +157,13 @@ KILLED = textwrap.dedent(
 )
 
 
-def test_a_run_killed_holding_the_lease_never_blocks_the_resume(url: str) -> None:
+def test_a_run_killed_holding_the_lease_never_blocks_the_resume(url: str, tmp_path: Path) -> None:
+    script = tmp_path / "killed.py"
+    script.write_text(KILLED)
     store = open_store(url)
     Session.create(store=store, session_id="shared").checkpoint()
     child = subprocess.run(
-        [sys.executable, "-c", KILLED, url], env={**os.environ, "PYTHONWARNINGS": "ignore"}, check=False
+        [sys.executable, str(script), url], env={**os.environ, "PYTHONWARNINGS": "ignore"}, check=False
     )
     assert child.returncode == -9
     resumed = Session.open(store, "shared")

@@ -24,7 +24,7 @@ class SlowDownError(RateLimitedError):
 
 
 def _call(call_id: str, name: str, args: dict[str, Any] | None = None) -> CanonicalMessage:
-    return CanonicalMessage.response(ToolCallPart(call_id, name, args or {}))
+    return CanonicalMessage.response(ToolCallPart(tool_call_id=call_id, tool_name=name, args=args or {}))
 
 
 def _failing_tool(errors: list[BaseException], calls: list[int], **options: Any) -> Tool:

@@ -74,7 +74,9 @@ def _model(steps: int) -> FunctionModel:
             return CanonicalMessage.response(TextPart(FINAL_TEXT), usage=usage)
         parts = [
             ToolCallPart(
-                call_id, tool, {"key": f"record-{step}", **({"value": "x" * 64} if tool == "write" else {})}
+                tool_call_id=call_id,
+                tool_name=tool,
+                args={"key": f"record-{step}", **({"value": "x" * 64} if tool == "write" else {})},
             )
             for call_id, tool in calls_of_step(step)
         ]

@@ -42,13 +42,13 @@ def sample_messages() -> list[CanonicalMessage]:
         CanonicalMessage.response(
             ThoughtPart("thinking", signature="sig"),
             TextPart("Sure."),
-            ToolCallPart("tc_1", "bash", {"command": "ls"}),
-            ToolCallPart("tc_2", "bash", '{"command": "pwd"}'),
+            ToolCallPart(tool_call_id="tc_1", tool_name="bash", args={"command": "ls"}),
+            ToolCallPart(tool_call_id="tc_2", tool_name="bash", args='{"command": "pwd"}'),
             usage=Usage(request_tokens=10, response_tokens=3, cached_tokens=4),
             model_name="gpt-test",
         ),
         CanonicalMessage.request(
-            ToolReturnPart("tc_1", "bash", "a\nb"),
+            ToolReturnPart(tool_call_id="tc_1", tool_name="bash", content="a\nb"),
             RetryPromptPart("bad", tool_name="bash", tool_call_id="tc_2"),
         ),
         CanonicalMessage.response(TextPart("done")),

@@ -40,10 +40,10 @@ ZYGOTE = textwrap.dedent(
             gen += 1
             n = len(session.messages)
             session.messages.append(CanonicalMessage.user(f"prompt {gen} " + "x" * 2000))
-            session.messages.append(
-                CanonicalMessage.response(TextPart("y" * 1500), ToolCallPart(f"c{n}", "t", {"i": gen}))
-            )
-            session.messages.append(CanonicalMessage.request(ToolReturnPart(f"c{n}", "t", "z" * 1000)))
+            call = ToolCallPart(tool_call_id=f"c{n}", tool_name="t", args={"i": gen})
+            session.messages.append(CanonicalMessage.response(TextPart("y" * 1500), call))
+            result = ToolReturnPart(tool_call_id=f"c{n}", tool_name="t", content="z" * 1000)
+            session.messages.append(CanonicalMessage.request(result))
             session.messages.append(CanonicalMessage.response(TextPart(f"answer {gen}")))
             if len(session.messages) > 400:
                 del session.messages[:200]

@@ -51,7 +51,10 @@ def test_a_run_whose_tool_lists_a_non_utf8_file_name_is_saved_and_loads_identica
 
     session = Session.create(tmp_path)
     agent = Agent(
-        _tool_step(ToolCallPart("c1", "list_dir", {}), answer=f"found {NON_UTF8_NAME}"), tools=[list_dir]
+        _tool_step(
+            ToolCallPart(tool_call_id="c1", tool_name="list_dir", args={}), answer=f"found {NON_UTF8_NAME}"
+        ),
+        tools=[list_dir],
     )
     result = agent.run_sync("what is there?", session=session)
     assert result.output == "found caf\udce9"
@@ -92,8 +95,12 @@ def test_any_text_in_any_field_round_trips(tmp_path: Path, text: str) -> None:
     session.usage = Usage(1, 2, extra={text: text})
     session.messages = [
         CanonicalMessage.request(UserPromptPart(text)),
-        CanonicalMessage.response(TextPart(text), ToolCallPart("c1", "t", {text: [text]})),
-        CanonicalMessage.request(ToolReturnPart("c1", "t", {"out": text}, metadata={"m": text})),
+        CanonicalMessage.response(
+            TextPart(text), ToolCallPart(tool_call_id="c1", tool_name="t", args={text: [text]})
+        ),
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="c1", tool_name="t", content={"out": text}, metadata={"m": text})
+        ),
     ]
     path = session.save(tmp_path / "s.json")
     path.read_bytes().decode("utf-8")
@@ -113,9 +120,9 @@ def test_non_finite_floats_in_tool_results_are_stored_as_null_as_the_wire_format
         return {"mean": math.nan, "max": math.inf, "min": -math.inf, "n": 3.0}
 
     session = Session.create(tmp_path)
-    Agent(_tool_step(ToolCallPart("c1", "stats", {}), answer="ok"), tools=[stats]).run_sync(
-        "go", session=session
-    )
+    Agent(
+        _tool_step(ToolCallPart(tool_call_id="c1", tool_name="stats", args={}), answer="ok"), tools=[stats]
+    ).run_sync("go", session=session)
     assert session.path is not None
     raw = session.path.read_bytes()
     json.loads(raw, parse_constant=lambda name: pytest.fail(f"{name} written"))
@@ -128,7 +135,9 @@ def test_non_finite_floats_in_tool_results_are_stored_as_null_as_the_wire_format
 
 def test_an_old_file_holding_nan_tokens_loads_and_saves(tmp_path: Path) -> None:
     session = Session.create(tmp_path)
-    session.messages = [CanonicalMessage.request(ToolReturnPart("c1", "stats", {"mean": 1.0}))]
+    session.messages = [
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="c1", tool_name="stats", content={"mean": 1.0}))
+    ]
     session.save()
     assert session.path is not None
     text = session.path.read_text().replace('"mean": 1.0', '"mean": NaN')
@@ -146,8 +155,10 @@ def test_a_value_json_cannot_hold_is_a_located_save_error_and_writes_nothing(tmp
     session = Session.create(tmp_path)
     session.messages = [
         CanonicalMessage.user("hi"),
-        CanonicalMessage.response(ToolCallPart("c1", "t", {})),
-        CanonicalMessage.request(ToolReturnPart("c1", "t", {"handle": object(), "x": math.nan})),
+        CanonicalMessage.response(ToolCallPart(tool_call_id="c1", tool_name="t", args={})),
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="c1", tool_name="t", content={"handle": object(), "x": math.nan})
+        ),
     ]
     with pytest.raises(SessionSaveError, match=r"message 2, part 0, field 'content'.*object is not JSON"):
         session.save()
@@ -193,8 +204,14 @@ def test_harness_compact_writes_sessions_through_the_same_encoder(tmp_path: Path
 
     messages = [CanonicalMessage.user(f"list {NON_UTF8_NAME}")]
     for turn in range(6):
-        messages.append(CanonicalMessage.response(ToolCallPart(f"c{turn}", "ls", {})))
-        messages.append(CanonicalMessage.request(ToolReturnPart(f"c{turn}", "ls", [NON_UTF8_NAME, math.nan])))
+        messages.append(
+            CanonicalMessage.response(ToolCallPart(tool_call_id=f"c{turn}", tool_name="ls", args={}))
+        )
+        messages.append(
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=f"c{turn}", tool_name="ls", content=[NON_UTF8_NAME, math.nan])
+            )
+        )
     messages.append(CanonicalMessage.response(TextPart("done")))
     session = Session.new(messages=messages, working_directory=f"/src/{NON_UTF8_NAME}")
     path = session.save(tmp_path / "session.json")

@@ -68,7 +68,9 @@ def populate(store: SessionStore, *, surrogates: bool = True) -> list[str]:
     main.record_tool(LedgerEntry("call_a", "grep", "completed", _STAMP, _STAMP, result='{"r":1}'))
     main.record_tool(LedgerEntry("call_b", "read", "unknown_after_crash", _STAMP, error="process stopped"))
     main.checkpoint()
-    cleared = main.messages[2].replace(parts=(ToolReturnPart("call_a", "grep", "[cleared]"),))
+    cleared = main.messages[2].replace(
+        parts=(ToolReturnPart(tool_call_id="call_a", tool_name="grep", content="[cleared]"),)
+    )
     main.messages[2] = cleared
     main.note_overlays([cleared], [{"strategy": "clear_tool_results", "tokens_saved": 40}])
     main.checkpoint()

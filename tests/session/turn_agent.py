@@ -76,7 +76,9 @@ def _agent(name: str) -> Agent:
         turn = sum(1 for m in messages if m.kind == "response")
         if any(isinstance(p, UserPromptPart) for p in last.parts):
             return CanonicalMessage.response(
-                ToolCallPart(f"{name}-{os.getpid()}-{turn}", "lookup", {"key": name})
+                ToolCallPart(
+                    tool_call_id=f"{name}-{os.getpid()}-{turn}", tool_name="lookup", args={"key": name}
+                )
             )
         return CanonicalMessage.response(TextPart(f"{name} answered after {turn} responses"), usage=usage)
 

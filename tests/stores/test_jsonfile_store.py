@@ -49,7 +49,9 @@ def stem(session: Session) -> str:
 
 def test_the_snapshot_is_todays_session_file(folder: Path) -> None:
     store, session = stored(folder)
-    cleared = session.messages[2].replace(parts=(ToolReturnPart("call_a", "grep", "[cleared]"),))
+    cleared = session.messages[2].replace(
+        parts=(ToolReturnPart(tool_call_id="call_a", tool_name="grep", content="[cleared]"),)
+    )
     session.messages[2] = cleared
     session.note_overlays([cleared])
     session.checkpoint()

@@ -39,14 +39,16 @@ def _session(store: SqliteStore) -> Session:
     session = Session.create(store=store, project_id="p" * 16, working_directory="/w")
     session.messages = [
         CanonicalMessage.user("read the handler"),
-        CanonicalMessage.response(ToolCallPart("c1", "read", {"path": "handler.py"})),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="c1", tool_name="read", args={"path": "handler.py"})
+        ),
     ]
     session.checkpoint()
     return session
 
 
 def _finish(session: Session, call_id: str = "c1", content: str = BIG) -> ToolReturnPart:
-    answer = ToolReturnPart(call_id, "read", content, timestamp=STAMP)
+    answer = ToolReturnPart(tool_call_id=call_id, tool_name="read", content=content, timestamp=STAMP)
     session.record_tool(LedgerEntry(call_id, "read", "completed", STAMP, STAMP, encode_part(answer)))
     return answer
 
@@ -83,7 +85,10 @@ def test_only_the_answered_calls_lose_their_result(store: SqliteStore) -> None:
     session = Session.create(store=store, project_id="p" * 16, working_directory="/w")
     session.messages = [
         CanonicalMessage.user("two reads"),
-        CanonicalMessage.response(ToolCallPart("c1", "read", {}), ToolCallPart("c2", "read", {})),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="c1", tool_name="read", args={}),
+            ToolCallPart(tool_call_id="c2", tool_name="read", args={}),
+        ),
     ]
     first = _finish(session, "c1", "one")
     _finish(session, "c2", "two")
@@ -101,10 +106,10 @@ def test_only_the_answered_calls_lose_their_result(store: SqliteStore) -> None:
 def test_a_cleared_results_overlay_names_the_result_as_its_source(store: SqliteStore) -> None:
     session = _session(store)
     first = _finish(session, "c1", "one")
-    second = ToolReturnPart("c2", "read", "two", timestamp=STAMP)
+    second = ToolReturnPart(tool_call_id="c2", tool_name="read", content="two", timestamp=STAMP)
     session.messages += [
         CanonicalMessage.request(first),
-        CanonicalMessage.response(ToolCallPart("c2", "read", {"path": "b"})),
+        CanonicalMessage.response(ToolCallPart(tool_call_id="c2", tool_name="read", args={"path": "b"})),
         CanonicalMessage.request(second),
         CanonicalMessage.response(TextPart("read both")),
     ]
@@ -112,7 +117,9 @@ def test_a_cleared_results_overlay_names_the_result_as_its_source(store: SqliteS
     # Both results cleared at once: the rewrite starts at the first, so the second's call
     # (log message 3) is inside the rewritten range too; the source is still the result (4).
     cleared = [
-        session.messages[i].replace(parts=(ToolReturnPart(c, "read", "[cleared]", timestamp=STAMP),))
+        session.messages[i].replace(
+            parts=(ToolReturnPart(tool_call_id=c, tool_name="read", content="[cleared]", timestamp=STAMP),)
+        )
         for i, c in ((2, "c1"), (4, "c2"))
     ]
     session.messages[2], session.messages[4] = cleared
@@ -155,7 +162,9 @@ def test_pruning_a_compressed_body_takes_its_words_out_of_the_index(store: Sqlit
     answer = _finish(session)
     session.messages += [CanonicalMessage.request(answer), CanonicalMessage.response(TextPart("read it"))]
     session.checkpoint()
-    cleared = session.messages[2].replace(parts=(ToolReturnPart("c1", "read", "[cleared]", timestamp=STAMP),))
+    cleared = session.messages[2].replace(
+        parts=(ToolReturnPart(tool_call_id="c1", tool_name="read", content="[cleared]", timestamp=STAMP),)
+    )
     session.messages[2] = cleared
     session.note_overlays([cleared])
     session.checkpoint()

@@ -103,7 +103,11 @@ def test_the_answer_is_a_pure_function_of_the_request(tmp_path: Path) -> None:
     one = model.answer(first, tools)
     assert one == model.answer(list(first), tools)
     assert [(c.tool_call_id, c.tool_name) for c in one.tool_calls] == [("call_1", "work")]
-    second = [*first, one, CanonicalMessage.request(ToolReturnPart("call_1", "work", "ok"))]
+    second = [
+        *first,
+        one,
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="call_1", tool_name="work", content="ok")),
+    ]
     assert [(c.tool_call_id, c.tool_name) for c in model.answer(second, tools).tool_calls] == [
         ("call_2", "send_email")
     ]

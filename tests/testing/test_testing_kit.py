@@ -428,7 +428,12 @@ def test_assert_request_kept():
     assert_request_kept(before, before[1:])
     edited = [
         *before[:-1],
-        before[-1].replace(parts=(ToolReturnPart("call_1", "read", "short"), before[-1].parts[1])),
+        before[-1].replace(
+            parts=(
+                ToolReturnPart(tool_call_id="call_1", tool_name="read", content="short"),
+                before[-1].parts[1],
+            )
+        ),
     ]
     assert_request_kept(before, edited)  # an edited copy is fine
     assert_request_kept(before[:2], [])  # before ends with a response: nothing is being sent
@@ -440,7 +445,10 @@ def test_assert_request_kept():
         assert_request_kept(before, before[:2])
     with pytest.raises(AssertionError, match="ends with message 0 of before"):
         assert_request_kept(before, before[:1])
-    no_prompt = [*before[:-1], CanonicalMessage.request(ToolReturnPart("call_1", "read", "x"))]
+    no_prompt = [
+        *before[:-1],
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="call_1", tool_name="read", content="x")),
+    ]
     with pytest.raises(AssertionError, match="lost user prompt 'next'"):
         assert_request_kept(before, no_prompt)
     no_answer = [*before[:-1], CanonicalMessage.request(UserPromptPart("next"))]

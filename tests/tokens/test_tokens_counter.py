@@ -33,8 +33,16 @@ def conversation(turns: int, *, instructions: str | None = None) -> list[Canonic
     for _ in range(turns):
         n = next(_serial)
         history.append(CanonicalMessage.request(UserPromptPart(f"question {n}"), instructions=instructions))
-        history.append(CanonicalMessage.response(ToolCallPart(f"c{n}", "read_file", {"path": f"f{n}.py"})))
-        history.append(CanonicalMessage.request(ToolReturnPart(f"c{n}", "read_file", f"print({n})\n" * 3)))
+        history.append(
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{n}", tool_name="read_file", args={"path": f"f{n}.py"})
+            )
+        )
+        history.append(
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=f"c{n}", tool_name="read_file", content=f"print({n})\n" * 3)
+            )
+        )
         history.append(
             CanonicalMessage.response(
                 TextPart(f"answer {n}"), usage=Usage(request_tokens=100 + n, response_tokens=10)

@@ -12,7 +12,7 @@ from harness.tools import ToolCallRegistry, ToolCallStatus
 
 
 def part(call_id: str = "c1", name: str = "bash") -> ToolCallPart:
-    return ToolCallPart(call_id, name, {"command": "ls"})
+    return ToolCallPart(tool_call_id=call_id, tool_name=name, args={"command": "ls"})
 
 
 def test_lifecycle_with_timestamps_and_events() -> None:
@@ -109,9 +109,9 @@ def test_check_against_history() -> None:
         CanonicalMessage.user("go"),
         CanonicalMessage.response(part("ok"), part("retry"), part("cancelled"), part("running")),
         CanonicalMessage.request(
-            ToolReturnPart("ok", "bash", "out"),
+            ToolReturnPart(tool_call_id="ok", tool_name="bash", content="out"),
             RetryPromptPart("fix", tool_name="bash", tool_call_id="retry"),
-            ToolReturnPart("cancelled", "bash", "Tool execution aborted"),
+            ToolReturnPart(tool_call_id="cancelled", tool_name="bash", content="Tool execution aborted"),
         ),
     ]
     for call_id in ("ok", "retry", "cancelled", "running"):
@@ -175,7 +175,7 @@ def test_each_run_state_starts_fresh_with_its_own_registry() -> None:
     used = RunState(original_query="task")
     used.current_iteration = used.iteration_count = used.batch_counter = 4
     used.consecutive_empty_responses = 2
-    used.tool_registry.register(Call("x", "t"))
+    used.tool_registry.register(Call(tool_call_id="x", tool_name="t"))
     fresh = RunState(original_query=used.original_query)
     assert (fresh.current_iteration, fresh.iteration_count, fresh.batch_counter) == (0, 0, 0)
     assert fresh.consecutive_empty_responses == 0

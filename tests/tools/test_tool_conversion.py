@@ -319,7 +319,8 @@ def test_a_custom_converter_error_is_translated_too() -> None:
 
 def _responses(*args: dict[str, Any]) -> list[CanonicalMessage | str]:
     steps: list[CanonicalMessage | str] = [
-        CanonicalMessage.response(ToolCallPart(f"c{i}", "draw", a)) for i, a in enumerate(args, 1)
+        CanonicalMessage.response(ToolCallPart(tool_call_id=f"c{i}", tool_name="draw", args=a))
+        for i, a in enumerate(args, 1)
     ]
     return [*steps, "done"]
 

@@ -43,7 +43,10 @@ def test_an_integral_float_for_an_int_runs_the_function_once_with_an_int() -> No
         return text * times  # a float here would raise TypeError
 
     model = FunctionModel.from_responses(
-        CanonicalMessage.response(ToolCallPart("c1", "repeat", {"text": "ab", "times": 2.0})), "done"
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="c1", tool_name="repeat", args={"text": "ab", "times": 2.0})
+        ),
+        "done",
     )
     run = Agent(model, tools=[repeat], tool_retry_base_delay=0.0).run_sync("go")
     part = run.all_messages[2].parts[0]

@@ -22,7 +22,7 @@ async def test_a_tool_sees_the_runs_history_through_its_session(kind: str, tmp_p
 
     def model(messages: list[CanonicalMessage], info: FunctionInfo) -> CanonicalMessage:
         if len(messages) == 1:
-            return CanonicalMessage.response(ToolCallPart("c1", "look", {}))
+            return CanonicalMessage.response(ToolCallPart(tool_call_id="c1", tool_name="look", args={}))
         return CanonicalMessage.response(TextPart("done"))
 
     store = SqliteStore(tmp_path / "s.db")

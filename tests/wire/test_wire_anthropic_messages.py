@@ -81,7 +81,7 @@ def test_blocks_map_to_parts_and_the_response_fields_fill_the_message() -> None:
             "", signature="opaque==", provider_name="anthropic", extra={"id": "redacted_thinking", **kept}
         ),
         TextPart("Looking.", extra={"citations": [{"type": "char_location", "cited_text": "c"}], **kept}),
-        ToolCallPart("toolu_1", "bash", {"command": "false"}, extra=kept),
+        ToolCallPart(tool_call_id="toolu_1", tool_name="bash", args={"command": "false"}, extra=kept),
         model_name="claude-sonnet-4-5",
         provider_name="anthropic",
         provider_response_id="msg_01",
@@ -90,7 +90,12 @@ def test_blocks_map_to_parts_and_the_response_fields_fill_the_message() -> None:
         extra={"provider_details": {"finish_reason": "tool_use"}},
     )
     assert messages[2] == CanonicalMessage.request(
-        ToolReturnPart("toolu_1", "bash", [{"type": "text", "text": "exit 1"}], extra={"is_error": True}),
+        ToolReturnPart(
+            tool_call_id="toolu_1",
+            tool_name="bash",
+            content=[{"type": "text", "text": "exit 1"}],
+            extra={"is_error": True},
+        ),
         UserPromptPart(("try again",)),
     )
     assert messages[3] == CanonicalMessage.response(TextPart("Done."))
@@ -154,9 +159,11 @@ def test_results_between_prompts_keep_their_order() -> None:
         ]
     )
     assert messages[2].parts == (
-        ToolReturnPart("a", "x", "1"),
+        ToolReturnPart(tool_call_id="a", tool_name="x", content="1"),
         UserPromptPart(("note",)),
-        ToolReturnPart("b", "y", None, extra={"cache_control": {"type": "ephemeral"}}),
+        ToolReturnPart(
+            tool_call_id="b", tool_name="y", content=None, extra={"cache_control": {"type": "ephemeral"}}
+        ),
     )
 
 
@@ -179,7 +186,7 @@ def test_server_tool_blocks_are_kept_whole() -> None:
         [{"role": "user", "content": "q"}, {"role": "assistant", "content": [block]}]
     )
     assert response.parts == (
-        UnknownPart("anthropic-server_tool_use", {**block, "part_kind": "anthropic-server_tool_use"}),
+        UnknownPart("anthropic-server_tool_use", data={**block, "part_kind": "anthropic-server_tool_use"}),
     )
     assert load_messages(dump_messages([response])) == [response]
 

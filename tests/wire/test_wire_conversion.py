@@ -21,10 +21,14 @@ def test_converter_is_a_cattrs_converter_with_hooks_for_every_class() -> None:
     assert converter.structure({"part_kind": "text", "content": "x"}, any_part) == TextPart("x")
     assert converter.structure({"part_kind": "user-prompt", "content": "x"}, any_part) == UserPromptPart("x")
     assert converter.structure({"part_kind": "odd", "a": 1}, any_part) == UnknownPart(
-        "odd", {"part_kind": "odd", "a": 1}
+        "odd", data={"part_kind": "odd", "a": 1}
     )
-    assert converter.structure({"part_kind": "odd"}, UnknownPart) == UnknownPart("odd", {"part_kind": "odd"})
-    message = CanonicalMessage.response(TextPart("x"), ToolCallPart("c", "t", "{}"))
+    assert converter.structure({"part_kind": "odd"}, UnknownPart) == UnknownPart(
+        "odd", data={"part_kind": "odd"}
+    )
+    message = CanonicalMessage.response(
+        TextPart("x"), ToolCallPart(tool_call_id="c", tool_name="t", args="{}")
+    )
     assert converter.unstructure(message) == messages_to_jsonable([message])[0]
     assert converter.structure(converter.unstructure(message), CanonicalMessage) == message
     assert converter.unstructure(TextPart("x"), unstructure_as=Part) == {"part_kind": "text", "content": "x"}

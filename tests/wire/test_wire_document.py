@@ -45,7 +45,7 @@ def test_non_ascii_and_lone_surrogates_round_trip() -> None:
 def test_jsonable_is_what_dump_writes() -> None:
     history = [
         CanonicalMessage.request(UserPromptPart(("a", {"b": 1}))),
-        CanonicalMessage.response(ToolCallPart("c", "t", {"x": (1, 2)})),
+        CanonicalMessage.response(ToolCallPart(tool_call_id="c", tool_name="t", args={"x": (1, 2)})),
     ]
     jsonable = messages_to_jsonable(history)
     assert jsonable[0]["parts"][0]["content"] == ["a", {"b": 1}]
@@ -81,12 +81,14 @@ def test_dump_errors_name_the_location() -> None:
         dump_messages([CanonicalMessage.user("x"), "not a message"])  # pyright: ignore[reportArgumentType]
     assert caught.value.message_index == 1
 
-    bad_content = CanonicalMessage.request(ToolReturnPart("c", "t", {"x": float("nan"), "y": object()}))
+    bad_content = CanonicalMessage.request(
+        ToolReturnPart(tool_call_id="c", tool_name="t", content={"x": float("nan"), "y": object()})
+    )
     with pytest.raises(WireFormatError) as caught:
         dump_messages([CanonicalMessage.user("x"), bad_content])
     assert (caught.value.message_index, caught.value.part_index, caught.value.field) == (1, 0, "content")
 
-    bad_args = CanonicalMessage.response(ToolCallPart("c", "t", {"x": object()}))
+    bad_args = CanonicalMessage.response(ToolCallPart(tool_call_id="c", tool_name="t", args={"x": object()}))
     with pytest.raises(WireFormatError) as caught:
         dump_messages([bad_args])
     assert (caught.value.message_index, caught.value.part_index, caught.value.field) == (0, 0, "args")
@@ -115,9 +117,13 @@ def _with_alien_part(part: object) -> CanonicalMessage:
 def test_dump_converts_non_json_containers() -> None:
     from types import MappingProxyType
 
-    message = CanonicalMessage.response(ToolCallPart("c", "t", MappingProxyType({"a": (1, 2)})))
+    message = CanonicalMessage.response(
+        ToolCallPart(tool_call_id="c", tool_name="t", args=MappingProxyType({"a": (1, 2)}))
+    )
     assert json.loads(dump_messages([message]))[0]["parts"][0]["args"] == {"a": [1, 2]}
-    stamped = CanonicalMessage.request(ToolReturnPart("c", "t", {"at": datetime(2024, 1, 1, tzinfo=UTC)}))
+    stamped = CanonicalMessage.request(
+        ToolReturnPart(tool_call_id="c", tool_name="t", content={"at": datetime(2024, 1, 1, tzinfo=UTC)})
+    )
     assert json.loads(dump_messages([stamped]))[0]["parts"][0]["content"] == {"at": "2024-01-01T00:00:00Z"}
 
 

@@ -42,8 +42,10 @@ CONTRACT_EXAMPLE = [
 def test_contract_minimal_form() -> None:
     loaded = load_messages(json.dumps(CONTRACT_EXAMPLE))
     assert loaded == [
-        CanonicalMessage.response(TextPart("..."), ToolCallPart("tc_1", "bash", {"command": "ls"})),
-        CanonicalMessage.request(ToolReturnPart("tc_1", None, "...")),
+        CanonicalMessage.response(
+            TextPart("..."), ToolCallPart(tool_call_id="tc_1", tool_name="bash", args={"command": "ls"})
+        ),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="tc_1", tool_name=None, content="...")),
     ]
     assert json.loads(dump_messages(loaded)) == CONTRACT_EXAMPLE
 
@@ -190,7 +192,7 @@ def test_full_pydantic_ai_shaped_document_loads_every_field() -> None:
     assert not retry_no_tool.answers_tool_call
     assert feedback == UnknownPart(
         "retry-feedback",
-        {"content": "feedback", "retry": {"cause": "model_retry"}, "part_kind": "retry-feedback"},
+        data={"content": "feedback", "retry": {"cause": "model_retry"}, "part_kind": "retry-feedback"},
     )
     assert request.instructions == "be kind"
     assert request.run_id == "run-1"
@@ -206,12 +208,12 @@ def test_full_pydantic_ai_shaped_document_loads_every_field() -> None:
     assert isinstance(call_str, ToolCallPart)
     assert call_str.args == '{"path": "a.py"}'
     assert call_str.args_as_dict() == {"path": "a.py"}
-    assert call_dict == ToolCallPart("c2", "read", {"path": "b.py"})
-    assert call_none == ToolCallPart("c3", "noargs", None, extra={"args": None})
+    assert call_dict == ToolCallPart(tool_call_id="c2", tool_name="read", args={"path": "b.py"})
+    assert call_none == ToolCallPart(tool_call_id="c3", tool_name="noargs", args=None, extra={"args": None})
     assert isinstance(builtin, UnknownPart)
     assert builtin.kind == "builtin-tool-call"
     assert builtin.data["tool_call_id"] == "b1"
-    assert file == UnknownPart("file", {"content": "x", "part_kind": "file", "media_type": "image/png"})
+    assert file == UnknownPart("file", data={"content": "x", "part_kind": "file", "media_type": "image/png"})
     assert response.usage == Usage(
         request_tokens=10,
         response_tokens=3,
@@ -265,9 +267,9 @@ def test_omission_rules() -> None:
         {"kind": "response", "parts": [{"part_kind": "text", "content": "x"}]}
     ]
     # a tool return's content is required, so a null content is written
-    assert messages_to_jsonable([CanonicalMessage.request(ToolReturnPart("c", "t", None))])[0]["parts"] == [
-        {"part_kind": "tool-return", "tool_call_id": "c", "tool_name": "t", "content": None}
-    ]
+    assert messages_to_jsonable(
+        [CanonicalMessage.request(ToolReturnPart(tool_call_id="c", tool_name="t", content=None))]
+    )[0]["parts"] == [{"part_kind": "tool-return", "tool_call_id": "c", "tool_name": "t", "content": None}]
     # a null marker in extra is written; a set field wins over a marker of the same name
     marked = TextPart("x", metadata={"a": 1}, extra={"metadata": None, "id": None})
     assert converter.unstructure(marked) == {
@@ -277,7 +279,9 @@ def test_omission_rules() -> None:
         "id": None,
     }
     # extra cannot override the class-owned keys
-    sneaky = ToolCallPart("c", "t", {}, extra={"part_kind": "text", "tool_call_id": "other"})
+    sneaky = ToolCallPart(
+        tool_call_id="c", tool_name="t", args={}, extra={"part_kind": "text", "tool_call_id": "other"}
+    )
     assert converter.unstructure(sneaky) == {
         "part_kind": "tool-call",
         "tool_call_id": "c",
@@ -293,7 +297,9 @@ def test_omission_rules() -> None:
 
 
 def test_metadata_and_harness_marks_round_trip() -> None:
-    part = with_harness_mark(ToolReturnPart("c1", "read", "[cleared]"), cleared=True)
+    part = with_harness_mark(
+        ToolReturnPart(tool_call_id="c1", tool_name="read", content="[cleared]"), cleared=True
+    )
     message = with_harness_mark(CanonicalMessage.request(part), summary=True)
     (loaded,) = load_messages(dump_messages([message]))
     assert harness_mark(loaded) == {"summary": True}
@@ -353,10 +359,10 @@ def test_unknown_parts_are_kept_verbatim_in_either_kind_of_message() -> None:
     doc = [{"kind": "request", "parts": [data]}, {"kind": "response", "parts": [data]}]
     loaded = load_messages(json.dumps(doc))
     assert [m.parts for m in loaded] == [
-        (UnknownPart("compaction", data),),
-        (UnknownPart("compaction", data),),
+        (UnknownPart("compaction", data=data),),
+        (UnknownPart("compaction", data=data),),
     ]
     assert json.loads(dump_messages(loaded)) == doc
     # an UnknownPart built without part_kind in its data still writes one
-    built = CanonicalMessage.response(UnknownPart("file", {"x": 1}))
+    built = CanonicalMessage.response(UnknownPart("file", data={"x": 1}))
     assert messages_to_jsonable([built])[0]["parts"] == [{"x": 1, "part_kind": "file"}]

@@ -48,10 +48,14 @@ def _history(text: str) -> list[CanonicalMessage]:
     return [
         CanonicalMessage.request(UserPromptPart(text), UserPromptPart(("item", text)), extra={text: text}),
         CanonicalMessage.response(
-            TextPart(text, metadata={text: [text]}), ToolCallPart("c1", text, {text: text}), model_name=text
+            TextPart(text, metadata={text: [text]}),
+            ToolCallPart(tool_call_id="c1", tool_name=text, args={text: text}),
+            model_name=text,
         ),
-        CanonicalMessage.request(ToolReturnPart("c1", text, [text, {"name": text}])),
-        CanonicalMessage.response(UnknownPart("file", {"part_kind": "file", "content": text})),
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="c1", tool_name=text, content=[text, {"name": text}])
+        ),
+        CanonicalMessage.response(UnknownPart("file", data={"part_kind": "file", "content": text})),
     ]
 
 
@@ -92,7 +96,11 @@ def test_surrogateescape_text_round_trips_identically(text: str) -> None:
 def test_a_non_utf8_file_name_survives() -> None:
     name = os.fsdecode(b"caf\xe9")
     assert name == "caf\udce9"
-    history = [CanonicalMessage.request(ToolReturnPart("c1", "list_dir", [name, "ok.txt"]))]
+    history = [
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="c1", tool_name="list_dir", content=[name, "ok.txt"])
+        )
+    ]
     data = dump_messages(history)
     assert b"caf\\udce9" in data
     assert load_messages(data) == history
@@ -114,10 +122,20 @@ NON_FINITE = [math.nan, math.inf, -math.inf]
 def test_non_finite_floats_are_written_as_null_everywhere(value: float) -> None:
     history = [
         CanonicalMessage.request(
-            ToolReturnPart("c1", "stats", {"mean": value, "rows": [1.5, value]}, metadata={"score": value})
+            ToolReturnPart(
+                tool_call_id="c1",
+                tool_name="stats",
+                content={"mean": value, "rows": [1.5, value]},
+                metadata={"score": value},
+            )
         ),
         CanonicalMessage.response(
-            ToolCallPart("c2", "plot", {"x": value}, extra={"provider_details": {"p": value}}),
+            ToolCallPart(
+                tool_call_id="c2",
+                tool_name="plot",
+                args={"x": value},
+                extra={"provider_details": {"p": value}},
+            ),
             usage=Usage(1, 2, extra={"cost": value}),
             extra={"score": value},
         ),
@@ -156,7 +174,13 @@ def test_values_json_cannot_write_still_name_their_place() -> None:
     loop.append(loop)
     for bad, field in ((object(), "content"), (loop, "content")):
         with pytest.raises(WireFormatError) as caught:
-            dump_messages([CanonicalMessage.request(ToolReturnPart("c", "t", {"x": math.nan, "y": bad}))])
+            dump_messages(
+                [
+                    CanonicalMessage.request(
+                        ToolReturnPart(tool_call_id="c", tool_name="t", content={"x": math.nan, "y": bad})
+                    )
+                ]
+            )
         assert (caught.value.message_index, caught.value.part_index, caught.value.field) == (0, 0, field)
     with pytest.raises(TypeError):
         encode_json({"x": math.nan, "y": object()})

@@ -51,11 +51,22 @@ def test_a_tool_calling_conversation_becomes_alternating_canonical_messages() ->
     assert messages == [
         CanonicalMessage.request(SystemPromptPart("You are terse."), UserPromptPart("list the files")),
         CanonicalMessage.response(
-            ToolCallPart("call_1", "bash", '{"command": "ls"}', extra={"message": {"annotations": []}}),
-            ToolCallPart("call_2", "read", '{"path":"a.py"}', extra={"message": {"annotations": []}}),
+            ToolCallPart(
+                tool_call_id="call_1",
+                tool_name="bash",
+                args='{"command": "ls"}',
+                extra={"message": {"annotations": []}},
+            ),
+            ToolCallPart(
+                tool_call_id="call_2",
+                tool_name="read",
+                args='{"path":"a.py"}',
+                extra={"message": {"annotations": []}},
+            ),
         ),
         CanonicalMessage.request(
-            ToolReturnPart("call_1", "bash", "a.py"), ToolReturnPart("call_2", "read", "x = 1")
+            ToolReturnPart(tool_call_id="call_1", tool_name="bash", content="a.py"),
+            ToolReturnPart(tool_call_id="call_2", tool_name="read", content="x = 1"),
         ),
         CanonicalMessage.response(TextPart("One file, a.py.")),
     ]
@@ -96,9 +107,12 @@ def test_consecutive_messages_of_one_side_are_joined() -> None:
     )
     assert [m.kind for m in messages] == ["request", "response", "request"]
     assert messages[0].parts == (UserPromptPart("one"), UserPromptPart("two"))
-    assert messages[1].parts == (TextPart("thinking aloud"), ToolCallPart("c", "t", "{}"))
+    assert messages[1].parts == (
+        TextPart("thinking aloud"),
+        ToolCallPart(tool_call_id="c", tool_name="t", args="{}"),
+    )
     assert messages[2].parts == (
-        ToolReturnPart("c", "t", "ok"),
+        ToolReturnPart(tool_call_id="c", tool_name="t", content="ok"),
         UserPromptPart("thanks"),
         SystemPromptPart("late instruction"),
     )
@@ -157,8 +171,15 @@ def test_every_key_without_a_slot_is_kept() -> None:
         TextPart("Sure.", extra=kept),
         TextPart("Not that.", extra={"refusal": True, **kept}),
         TextPart("No.", extra={"refusal": True, **kept}),
-        ToolCallPart("call_9", "f", '{"a": 1}', extra={"index": 0, "function": {"strict": True}, **kept}),
-        ToolCallPart("call_10", "grammar", "raw text", extra={"type": "custom", **kept}),
+        ToolCallPart(
+            tool_call_id="call_9",
+            tool_name="f",
+            args='{"a": 1}',
+            extra={"index": 0, "function": {"strict": True}, **kept},
+        ),
+        ToolCallPart(
+            tool_call_id="call_10", tool_name="grammar", args="raw text", extra={"type": "custom", **kept}
+        ),
     )
 
 
@@ -191,8 +212,8 @@ def test_tool_results_keep_content_and_name_the_called_tool() -> None:
         ]
     )
     assert request.parts == (
-        ToolReturnPart("a", "grep", [{"type": "text", "text": "match"}]),
-        ToolReturnPart("unknown", "named", "x"),
+        ToolReturnPart(tool_call_id="a", tool_name="grep", content=[{"type": "text", "text": "match"}]),
+        ToolReturnPart(tool_call_id="unknown", tool_name="named", content="x"),
     )
 
 
@@ -226,10 +247,11 @@ def test_unknown_tool_call_and_content_types_are_kept_whole() -> None:
     )
     assert response.parts == (
         UnknownPart(
-            "openai-output_audio", {"type": "output_audio", "id": "au", "part_kind": "openai-output_audio"}
+            "openai-output_audio",
+            data={"type": "output_audio", "id": "au", "part_kind": "openai-output_audio"},
         ),
         UnknownPart(
-            "openai-mcp", {"id": "m1", "type": "mcp", "mcp": {"server": "s"}, "part_kind": "openai-mcp"}
+            "openai-mcp", data={"id": "m1", "type": "mcp", "mcp": {"server": "s"}, "part_kind": "openai-mcp"}
         ),
     )
 

@@ -189,11 +189,11 @@ def test_our_history_loads_in_pydantic_ai_with_the_same_content() -> None:
         CanonicalMessage.request(SystemPromptPart("sys"), UserPromptPart("hi")).replace(timestamp=STAMP),
         CanonicalMessage.response(
             ThoughtPart("hm", signature="s", provider_name="anthropic"),
-            ToolCallPart("c1", "read", {"path": "a"}),
-            ToolCallPart("c2", "read", '{"path": "b"}'),
+            ToolCallPart(tool_call_id="c1", tool_name="read", args={"path": "a"}),
+            ToolCallPart(tool_call_id="c2", tool_name="read", args='{"path": "b"}'),
         ).replace(usage=Usage(10, 2, 4, 1), model_name="m", timestamp=STAMP),
         CanonicalMessage.request(
-            ToolReturnPart("c1", "read", {"ok": True}, timestamp=STAMP),
+            ToolReturnPart(tool_call_id="c1", tool_name="read", content={"ok": True}, timestamp=STAMP),
             RetryPromptPart("try again", tool_name="read", tool_call_id="c2", timestamp=STAMP),
         ),
         CanonicalMessage.response(TextPart("done")).replace(timestamp=STAMP),
@@ -250,7 +250,7 @@ def _compatible_histories(draw: st.DrawFn) -> list[CanonicalMessage]:
                     )
                 ),
                 *(
-                    ToolReturnPart(f"r{index}_{n}", "tool", draw(_plain))
+                    ToolReturnPart(tool_call_id=f"r{index}_{n}", tool_name="tool", content=draw(_plain))
                     for n in range(draw(st.integers(0, 2)))
                 ),
             )
@@ -259,7 +259,11 @@ def _compatible_histories(draw: st.DrawFn) -> list[CanonicalMessage]:
             CanonicalMessage.response(
                 TextPart(draw(_plain)),
                 *(
-                    ToolCallPart(call_id, draw(_names), draw(st.none() | st.just("{}") | st.just({"a": 1})))
+                    ToolCallPart(
+                        tool_call_id=call_id,
+                        tool_name=draw(_names),
+                        args=draw(st.none() | st.just("{}") | st.just({"a": 1})),
+                    )
                     for call_id in call_ids
                 ),
             ).replace(model_name=draw(st.none() | _names), usage=draw(st.none() | st.just(Usage(3, 4))))

@@ -218,7 +218,9 @@ def test_records_of_openai_messages_are_read_too() -> None:
     ]
     loaded = read_history(_jsonl(lines))
     assert loaded.format == "openai"
-    assert loaded.messages[2].parts == (ToolReturnPart("c", "f", "r", extra={"record": {"ts": 3}}),)
+    assert loaded.messages[2].parts == (
+        ToolReturnPart(tool_call_id="c", tool_name="f", content="r", extra={"record": {"ts": 3}}),
+    )
 
 
 def test_one_message_per_line_without_records() -> None:

@@ -105,7 +105,7 @@ def tool_return_parts(draw: st.DrawFn) -> ToolReturnPart:
         "metadata": draw(opt_metadata),
     }
     return ToolReturnPart(
-        draw(ids), content=draw(json_values), **fields, extra=draw(extras(_nones(**fields)))
+        tool_call_id=draw(ids), content=draw(json_values), **fields, extra=draw(extras(_nones(**fields)))
     )
 
 
@@ -141,7 +141,9 @@ def thought_parts(draw: st.DrawFn) -> ThoughtPart:
 def tool_call_parts(draw: st.DrawFn) -> ToolCallPart:
     args = draw(st.none() | texts | st.dictionaries(st.text(max_size=6), json_values, max_size=3))
     fields: dict[str, Any] = {"args": args, "metadata": draw(opt_metadata)}
-    return ToolCallPart(draw(ids), draw(texts), **fields, extra=draw(extras(_nones(**fields))))
+    return ToolCallPart(
+        tool_call_id=draw(ids), tool_name=draw(texts), **fields, extra=draw(extras(_nones(**fields)))
+    )
 
 
 @st.composite
@@ -150,7 +152,7 @@ def unknown_parts(draw: st.DrawFn) -> UnknownPart:
     data = draw(
         st.dictionaries(st.text(max_size=6).filter(lambda k: k != "part_kind"), json_values, max_size=3)
     )
-    return UnknownPart(kind, {**data, "part_kind": kind})
+    return UnknownPart(kind, data={**data, "part_kind": kind})
 
 
 usages = st.builds(

@@ -142,7 +142,7 @@ class ScriptedExplorer:
             self.calls += 1
             call_id = f"scripted_{self.calls}"
             self.pending[call_id] = (name, args)
-            parts.append(ToolCallPart(call_id, name, args))
+            parts.append(ToolCallPart(tool_call_id=call_id, tool_name=name, args=args))
         return CanonicalMessage.response(TextPart(self._narrate(step)), *parts)
 
     def _plan_survey(self) -> None:

@@ -93,7 +93,7 @@ def fork(
     own way: runs on either never touch the other.
     """
     target = check_session_name(new_id, "--as") if new_id is not None else uuid.uuid4().hex
-    with opened_store(store_url_for(ctx)) as opened:
+    with opened_store(store_url_for(ctx), existing=True) as opened:
         head = opened.fork(session_id, target)
         url = opened.url
     if wants_json(ctx, as_json):
@@ -133,7 +133,7 @@ def rm(
     Every ID must exist: one that does not is an error naming it, and nothing is deleted.
     """
     ids = list(dict.fromkeys(session_ids))
-    with opened_store(store_url_for(ctx)) as opened:
+    with opened_store(store_url_for(ctx), existing=True) as opened:
         heads: list[SessionHead] = []
         for sid in ids:
             try:
@@ -245,7 +245,7 @@ def prune(
             "give --keep N, --newer-than DATE|DURATION or both: prune never guesses what to remove"
         )
     structured = wants_json(ctx, as_json)
-    with opened_store(store_url_for(ctx)) as opened:
+    with opened_store(store_url_for(ctx), existing=True) as opened:
         url = opened.url
         heads = {head.session_id: head for head in opened.list_sessions()}
         plan = opened.prune(keep_last=keep, newer_than=newer_than, drop_log=drop_log, dry_run=True)

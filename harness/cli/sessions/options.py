@@ -125,13 +125,15 @@ def store_url_for(ctx: click.Context) -> str:
 
 
 @contextmanager
-def opened_store(url: str, *, read_only: bool = False) -> Generator[SessionStore]:
+def opened_store(url: str, *, read_only: bool = False, existing: bool = False) -> Generator[SessionStore]:
     """Open ``url`` with the installed plugins and close it when the block ends.
 
     Args:
         url: The store URL.
         read_only: For a command that only reads (``list``, ``show``, ``search``, the
             source of ``export``): the store must exist, and nothing is created in it.
+        existing: For a command that changes sessions that must exist (``fork``, ``rm``,
+            ``prune``): a missing ``sqlite:`` / ``file:`` store is an error, not created.
 
     Raises:
         StoreResolutionError: No store understands the URL.
@@ -140,11 +142,28 @@ def opened_store(url: str, *, read_only: bool = False) -> Generator[SessionStore
     """
     from harness.config.store import open_store
 
+    if existing and not read_only:
+        _check_exists(url)
     store = open_store(url, read_only=read_only)
     try:
         yield store
     finally:
         store.close()
+
+
+def _check_exists(url: str) -> None:
+    from harness.errors import SessionStoreError
+    from harness.stores import store_path
+
+    if "://" not in url:  # a bare path: a SQLite file or a folder
+        if not Path(url).exists():
+            raise SessionStoreError(url, "no store at this path; nothing was created")
+        return
+    scheme = url.split(":", 1)[0].lower()
+    memory = url.rstrip("/").endswith(":memory:")
+    if scheme in ("sqlite", "file") and not memory and not store_path(url).exists():
+        what = "database file" if scheme == "sqlite" else "store folder"
+        raise SessionStoreError(url, f"the {what} does not exist; nothing was created")
 
 
 def default_store_missing(url: str) -> bool:

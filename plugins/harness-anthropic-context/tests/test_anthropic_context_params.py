@@ -207,7 +207,7 @@ def test_a_history_holding_a_compaction_block_gets_the_compaction_beta_even_with
     block = {"type": "compaction", "content": "earlier work", "part_kind": COMPACTION_KIND}
     history = [
         CanonicalMessage.user("go"),
-        CanonicalMessage.response(UnknownPart(COMPACTION_KIND, block), TextPart("ok")),
+        CanonicalMessage.response(UnknownPart(COMPACTION_KIND, data=block), TextPart("ok")),
         CanonicalMessage.user("more"),
     ]
     capability = AnthropicContextManagement(clear_tool_uses=True)

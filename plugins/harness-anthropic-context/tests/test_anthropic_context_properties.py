@@ -54,7 +54,7 @@ def with_compactions(draw: st.DrawFn) -> tuple[list[CanonicalMessage], list[dict
         if message.kind == "response" and draw(st.booleans()):
             data = block(draw(SUMMARIES), index)
             blocks.append(data)
-            part = UnknownPart(COMPACTION_KIND, {**data, "part_kind": COMPACTION_KIND})
+            part = UnknownPart(COMPACTION_KIND, data={**data, "part_kind": COMPACTION_KIND})
             if not message.tool_calls and draw(st.booleans()):  # a pause: the block alone
                 paused = with_pause_text(CanonicalMessage.response(part))
                 assert paused is not None

@@ -35,7 +35,7 @@ def script(messages: list[CanonicalMessage], info: FunctionInfo) -> CanonicalMes
     if step < STEPS:
         command = "make all" if step % 2 == 0 else "ls"
         return CanonicalMessage.response(
-            ToolCallPart(f"c{len(messages)}", "run_command", {"command": command})
+            ToolCallPart(tool_call_id=f"c{len(messages)}", tool_name="run_command", args={"command": command})
         )
     return "built"
 

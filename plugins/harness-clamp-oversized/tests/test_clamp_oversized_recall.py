@@ -42,7 +42,9 @@ class Script:
     def __call__(self, messages: list[CanonicalMessage], info: FunctionInfo) -> CanonicalMessage | str:
         last = last_part(messages)
         if isinstance(last, UserPromptPart):
-            return CanonicalMessage.response(ToolCallPart(f"t{len(messages)}", "run_tests", {}))
+            return CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"t{len(messages)}", tool_name="run_tests", args={})
+            )
         assert isinstance(last, ToolReturnPart)
         if last.tool_name == "run_tests":
             assert isinstance(last.content, str)
@@ -50,7 +52,9 @@ class Script:
             found = MARKER.search(last.content)
             assert found is not None, last.content[-300:]
             args = {"ref": found[1], "offset": int(found[2])}
-            return CanonicalMessage.response(ToolCallPart(f"r{len(messages)}", "recall", args))
+            return CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"r{len(messages)}", tool_name="recall", args=args)
+            )
         assert isinstance(last.content, str)
         self.recalled.append(last.content)
         return "done"
@@ -105,7 +109,7 @@ async def test_without_recall_a_stored_session_says_its_log_keeps_the_text(store
         if isinstance(last, ToolReturnPart):
             seen.append(str(last.content))
             return "done"
-        return CanonicalMessage.response(ToolCallPart("t1", "run_tests", {}))
+        return CanonicalMessage.response(ToolCallPart(tool_call_id="t1", tool_name="run_tests", args={}))
 
     agent = Agent(
         FunctionModel(model), tools=[run_tests], capabilities=[ClampOversizedMessages(max_tokens=1000)]

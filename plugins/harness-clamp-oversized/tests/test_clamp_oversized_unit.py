@@ -36,8 +36,8 @@ TEXT = "".join(LINES)
 def history(content: object, tool: str = "bash", prompt: str = "task") -> list[CanonicalMessage]:
     return [
         CanonicalMessage.user(prompt),
-        CanonicalMessage.response(ToolCallPart("c1", tool, {"command": "make"})),
-        CanonicalMessage.request(ToolReturnPart("c1", tool, content)),
+        CanonicalMessage.response(ToolCallPart(tool_call_id="c1", tool_name=tool, args={"command": "make"})),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="c1", tool_name=tool, content=content)),
     ]
 
 
@@ -203,7 +203,7 @@ async def test_per_tool_limits_and_never() -> None:
 
 async def test_a_return_without_a_tool_name_uses_its_calls_name() -> None:
     messages = history(TEXT, "read_file")
-    messages[2] = CanonicalMessage.request(ToolReturnPart("c1", None, TEXT))
+    messages[2] = CanonicalMessage.request(ToolReturnPart(tool_call_id="c1", tool_name=None, content=TEXT))
     ctx = await clamp(ClampOversizedMessages(max_tokens=64, per_tool={"read_file": None}), messages)
     assert ctx.events == []
 
@@ -216,7 +216,9 @@ async def test_pinned_marked_structured_and_retry_parts_are_never_clamped() -> N
     assert ctx.messages == pinned
     assert is_pinned(result_of(ctx))
     marked = history(TEXT)
-    marked[2] = CanonicalMessage.request(with_harness_mark(ToolReturnPart("c1", "bash", TEXT), summary="x"))
+    marked[2] = CanonicalMessage.request(
+        with_harness_mark(ToolReturnPart(tool_call_id="c1", tool_name="bash", content=TEXT), summary="x")
+    )
     assert (await clamp(cap, marked)).events == []
     structured = history({"stdout": TEXT})
     assert (await clamp(cap, structured)).events == []
@@ -246,9 +248,13 @@ def prompt_history(*prompts: str) -> list[CanonicalMessage]:
     messages: list[CanonicalMessage] = []
     for i, text in enumerate(prompts):
         if messages:
-            messages.append(CanonicalMessage.response(ToolCallPart(f"c{i}", "bash", {})))
             messages.append(
-                CanonicalMessage.request(ToolReturnPart(f"c{i}", "bash", "ok"), UserPromptPart(text))
+                CanonicalMessage.response(ToolCallPart(tool_call_id=f"c{i}", tool_name="bash", args={}))
+            )
+            messages.append(
+                CanonicalMessage.request(
+                    ToolReturnPart(tool_call_id=f"c{i}", tool_name="bash", content="ok"), UserPromptPart(text)
+                )
             )
         else:
             messages.append(CanonicalMessage.user(text))
@@ -265,13 +271,23 @@ async def test_the_newest_prompt_is_exempt_until_a_newer_one_arrives() -> None:
     assert ctx.events == []
     assert prompt_of(ctx.messages[0]).content == TEXT
     # the tool loop goes on: the prompt is still the newest
-    loop = [*ctx.messages, CanonicalMessage.response(ToolCallPart("x", "bash", {}))]
-    loop.append(CanonicalMessage.request(ToolReturnPart("x", "bash", "ok")))
+    loop = [
+        *ctx.messages,
+        CanonicalMessage.response(ToolCallPart(tool_call_id="x", tool_name="bash", args={})),
+    ]
+    loop.append(CanonicalMessage.request(ToolReturnPart(tool_call_id="x", tool_name="bash", content="ok")))
     ctx = await clamp(cap, loop)
     assert ctx.events == []
     # a newer prompt: the old one is clamped (once), the new one is exempt
-    later = [*ctx.messages, CanonicalMessage.response(ToolCallPart("y", "bash", {}))]
-    later.append(CanonicalMessage.request(ToolReturnPart("y", "bash", "ok"), UserPromptPart(TEXT)))
+    later = [
+        *ctx.messages,
+        CanonicalMessage.response(ToolCallPart(tool_call_id="y", tool_name="bash", args={})),
+    ]
+    later.append(
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="y", tool_name="bash", content="ok"), UserPromptPart(TEXT)
+        )
+    )
     ctx = await clamp(cap, later)
     old, new = prompt_of(ctx.messages[0]), prompt_of(ctx.messages[-1])
     assert isinstance(old.content, str)

@@ -41,7 +41,9 @@ async def test_agent_run_clears_in_batches() -> None:
         step = sum(1 for m in messages if m.kind == "response")
         if step < steps:
             return CanonicalMessage.response(
-                ToolCallPart(f"call_{step}", "run_command", {"command": f"ls {step}"})
+                ToolCallPart(
+                    tool_call_id=f"call_{step}", tool_name="run_command", args={"command": f"ls {step}"}
+                )
             )
         return "finished"
 

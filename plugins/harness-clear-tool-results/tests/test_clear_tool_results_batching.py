@@ -28,9 +28,13 @@ def simulate(cap: ClearToolResults, steps: int) -> tuple[list[int], list[int], l
     for i in range(steps):
         before = list(messages)
         messages.append(
-            CanonicalMessage.response(TextPart(f"step {i}"), ToolCallPart(f"c{i}", "bash", {"i": i}))
+            CanonicalMessage.response(
+                TextPart(f"step {i}"), ToolCallPart(tool_call_id=f"c{i}", tool_name="bash", args={"i": i})
+            )
         )
-        messages.append(CanonicalMessage.request(ToolReturnPart(f"c{i}", "bash", OUTPUT)))
+        messages.append(
+            CanonicalMessage.request(ToolReturnPart(tool_call_id=f"c{i}", tool_name="bash", content=OUTPUT))
+        )
         sent_before = list(messages)
         ctx = RequestContext(messages=messages, token_counter=counter)
         asyncio.run(cap.before_model_request(ctx))

@@ -54,8 +54,14 @@ def test_the_remaining_requests_estimate() -> None:
 def history(n: int) -> list[CanonicalMessage]:
     messages = [CanonicalMessage.user("task")]
     for i in range(n):
-        messages.append(CanonicalMessage.response(ToolCallPart(f"c{i}", "bash", {"command": f"ls {i}"})))
-        messages.append(CanonicalMessage.request(ToolReturnPart(f"c{i}", "bash", BIG)))
+        messages.append(
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{i}", tool_name="bash", args={"command": f"ls {i}"})
+            )
+        )
+        messages.append(
+            CanonicalMessage.request(ToolReturnPart(tool_call_id=f"c{i}", tool_name="bash", content=BIG))
+        )
     return messages
 
 

@@ -252,8 +252,14 @@ def test_excerpts_are_deterministic_bounded_and_verbatim(
 def run(cap: ClearToolResults, content: Any) -> list[ToolReturnPart]:
     messages = [CanonicalMessage.user("fix the parser")]
     for i in range(3):
-        messages.append(CanonicalMessage.response(ToolCallPart(f"c{i}", "bash", {"command": "pytest"})))
-        messages.append(CanonicalMessage.request(ToolReturnPart(f"c{i}", "bash", content)))
+        messages.append(
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{i}", tool_name="bash", args={"command": "pytest"})
+            )
+        )
+        messages.append(
+            CanonicalMessage.request(ToolReturnPart(tool_call_id=f"c{i}", tool_name="bash", content=content))
+        )
     ctx = RequestContext(messages=messages, token_counter=TokenCounter())
     asyncio.run(cap.compact(ctx, reason="test"))
     return [p for m in ctx.messages for p in m.parts if isinstance(p, ToolReturnPart)]

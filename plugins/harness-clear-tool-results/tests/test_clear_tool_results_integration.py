@@ -24,8 +24,14 @@ BIG = "x = compute(value)\n" * 60
 def history(n: int) -> list[CanonicalMessage]:
     messages = [CanonicalMessage.user("start")]
     for i in range(n):
-        messages.append(CanonicalMessage.response(ToolCallPart(f"c{i}", "bash", {"command": f"step {i}"})))
-        messages.append(CanonicalMessage.request(ToolReturnPart(f"c{i}", "bash", BIG)))
+        messages.append(
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{i}", tool_name="bash", args={"command": f"step {i}"})
+            )
+        )
+        messages.append(
+            CanonicalMessage.request(ToolReturnPart(tool_call_id=f"c{i}", tool_name="bash", content=BIG))
+        )
     return messages
 
 

@@ -35,9 +35,13 @@ def steps(n: int) -> list[CanonicalMessage]:
     messages = [CanonicalMessage.user("task")]
     for i in range(n):
         messages.append(
-            CanonicalMessage.response(ToolCallPart(f"c{i}", "bash", {"command": f"ls {i} " * 10}))
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{i}", tool_name="bash", args={"command": f"ls {i} " * 10})
+            )
         )
-        messages.append(CanonicalMessage.request(ToolReturnPart(f"c{i}", "bash", BIG)))
+        messages.append(
+            CanonicalMessage.request(ToolReturnPart(tool_call_id=f"c{i}", tool_name="bash", content=BIG))
+        )
     return messages
 
 

@@ -159,8 +159,16 @@ def test_trigger_batches_over_a_generated_run(data: st.DataObject) -> None:
     fired: list[int] = []
     counter = TokenCounter()  # one per run, as the agent owns it
     for i in range(steps):
-        messages.append(CanonicalMessage.response(ToolCallPart(f"c{i}", "bash", {"command": "ls"})))
-        messages.append(CanonicalMessage.request(ToolReturnPart(f"c{i}", "bash", "output " * 30)))
+        messages.append(
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{i}", tool_name="bash", args={"command": "ls"})
+            )
+        )
+        messages.append(
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=f"c{i}", tool_name="bash", content="output " * 30)
+            )
+        )
         ctx = RequestContext(messages=messages, token_counter=counter)
         asyncio.run(cap.before_model_request(ctx))
         if ctx.events:

@@ -17,9 +17,15 @@ def history(steps: int) -> list[CanonicalMessage]:
     messages = [CanonicalMessage.user("task")]
     for i in range(steps):
         messages.append(
-            CanonicalMessage.response(ToolCallPart(f"c{i}", "bash", {"command": f"ls {i} " * 20}))
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{i}", tool_name="bash", args={"command": f"ls {i} " * 20})
+            )
         )
-        messages.append(CanonicalMessage.request(ToolReturnPart(f"c{i}", "bash", f"{i}: {OUTPUT}")))
+        messages.append(
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=f"c{i}", tool_name="bash", content=f"{i}: {OUTPUT}")
+            )
+        )
     messages.append(CanonicalMessage.user("next"))
     return messages
 

@@ -30,10 +30,12 @@ def ctx_for(messages: list[CanonicalMessage], **kw: Any) -> RequestContext:
 
 
 def step(i: int, tool: str = "read_file", content: Any = BIG, args: Any = None) -> list[CanonicalMessage]:
-    call = ToolCallPart(f"c{i}", tool, {"path": f"f{i}.py"} if args is None else args)
+    call = ToolCallPart(
+        tool_call_id=f"c{i}", tool_name=tool, args={"path": f"f{i}.py"} if args is None else args
+    )
     return [
         CanonicalMessage.response(call),
-        CanonicalMessage.request(ToolReturnPart(f"c{i}", tool, content)),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id=f"c{i}", tool_name=tool, content=content)),
     ]
 
 
@@ -148,8 +150,12 @@ async def test_keep_pairs_zero_still_keeps_the_current_step() -> None:
 
 
 async def test_parallel_calls_count_individually() -> None:
-    calls_msg = CanonicalMessage.response(*(ToolCallPart(f"p{i}", "grep", {"q": i}) for i in range(3)))
-    answers = CanonicalMessage.request(*(ToolReturnPart(f"p{i}", "grep", BIG) for i in range(3)))
+    calls_msg = CanonicalMessage.response(
+        *(ToolCallPart(tool_call_id=f"p{i}", tool_name="grep", args={"q": i}) for i in range(3))
+    )
+    answers = CanonicalMessage.request(
+        *(ToolReturnPart(tool_call_id=f"p{i}", tool_name="grep", content=BIG) for i in range(3))
+    )
     messages = [CanonicalMessage.user("go"), calls_msg, answers, CanonicalMessage.response(TextPart("ok"))]
     messages.append(CanonicalMessage.user("next"))
     ctx = await run(ClearToolResults(max_messages=1, keep_pairs=2), messages)
@@ -160,10 +166,16 @@ async def test_pairs_are_ordered_by_return_position() -> None:
     # c0 is called first but answered last (a distant return): it is the newest pair.
     messages = [
         CanonicalMessage.user("go"),
-        CanonicalMessage.response(ToolCallPart("c0", "slow", {}), ToolCallPart("c1", "fast", {})),
-        CanonicalMessage.request(ToolReturnPart("c1", "fast", BIG)),
-        CanonicalMessage.response(ToolCallPart("c2", "fast", {})),
-        CanonicalMessage.request(ToolReturnPart("c2", "fast", BIG), ToolReturnPart("c0", "slow", BIG)),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="c0", tool_name="slow", args={}),
+            ToolCallPart(tool_call_id="c1", tool_name="fast", args={}),
+        ),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="c1", tool_name="fast", content=BIG)),
+        CanonicalMessage.response(ToolCallPart(tool_call_id="c2", tool_name="fast", args={})),
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="c2", tool_name="fast", content=BIG),
+            ToolReturnPart(tool_call_id="c0", tool_name="slow", content=BIG),
+        ),
         CanonicalMessage.response(TextPart("done")),
         CanonicalMessage.user("next"),
     ]
@@ -221,7 +233,7 @@ async def test_retry_prompts_are_never_cleared() -> None:
     retry = RetryPromptPart("bad args, try again " * 20, tool_name="read_file", tool_call_id="r0")
     messages = [
         CanonicalMessage.user("go"),
-        CanonicalMessage.response(ToolCallPart("r0", "read_file", {"path": 1})),
+        CanonicalMessage.response(ToolCallPart(tool_call_id="r0", tool_name="read_file", args={"path": 1})),
         CanonicalMessage.request(retry),
         *history(3)[1:],
         CanonicalMessage.user("next"),
@@ -323,7 +335,9 @@ async def test_cleared_parts_are_marked() -> None:
 async def test_existing_metadata_is_kept_when_marking() -> None:
     messages = history(2)
     part = returns(messages)[0]
-    marked = ToolReturnPart(part.tool_call_id, part.tool_name, part.content, metadata={"mine": 1})
+    marked = ToolReturnPart(
+        tool_call_id=part.tool_call_id, tool_name=part.tool_name, content=part.content, metadata={"mine": 1}
+    )
     messages[2] = CanonicalMessage.request(marked)
     ctx = await run(ClearToolResults(max_messages=1, keep_pairs=1), messages)
     cleared = returns(ctx.messages)[0]
@@ -335,7 +349,7 @@ async def test_parts_with_unmarkable_metadata_are_left_alone() -> None:
     messages = history(2)
     part = returns(messages)[0]
     messages[2] = CanonicalMessage.request(
-        ToolReturnPart(part.tool_call_id, part.tool_name, BIG, metadata="x")
+        ToolReturnPart(tool_call_id=part.tool_call_id, tool_name=part.tool_name, content=BIG, metadata="x")
     )
     ctx = await run(ClearToolResults(max_messages=1, keep_pairs=0), [*messages, CanonicalMessage.user("go")])
     assert [r.content for r in returns(ctx.messages)] == [BIG, DEFAULT_PLACEHOLDER]
@@ -354,7 +368,10 @@ async def test_already_cleared_parts_are_recognised_by_mark_not_text() -> None:
     messages = history(3)
     # A result whose *text* equals the placeholder but that nobody cleared is not special;
     # a result marked by another strategy (e.g. dedupe) is not cleared again.
-    other = with_harness_mark(ToolReturnPart("c1", "read_file", "pointer"), cleared="dedupe_file_reads")
+    other = with_harness_mark(
+        ToolReturnPart(tool_call_id="c1", tool_name="read_file", content="pointer"),
+        cleared="dedupe_file_reads",
+    )
     messages[4] = CanonicalMessage.request(other)
     ctx = await run(ClearToolResults(max_messages=1, keep_pairs=0), messages)
     assert [r.content for r in returns(ctx.messages)] == [DEFAULT_PLACEHOLDER, "pointer", BIG]
@@ -387,8 +404,10 @@ async def test_history_ending_with_a_response_clears_by_keep_pairs_only() -> Non
 async def test_orphan_returns_and_dangling_calls_are_ignored() -> None:
     messages = [
         CanonicalMessage.user("go"),
-        CanonicalMessage.request(ToolReturnPart("ghost", "read_file", BIG)),
-        CanonicalMessage.response(ToolCallPart("dangling", "read_file", {"path": "x"})),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="ghost", tool_name="read_file", content=BIG)),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="dangling", tool_name="read_file", args={"path": "x"})
+        ),
         *history(2)[1:],
         CanonicalMessage.user("next"),
     ]

@@ -66,7 +66,7 @@ class Recorder:
 
 
 def call(call_id: str, tool: str, **args: Any) -> ToolCallPart:
-    return ToolCallPart(call_id, tool, args)
+    return ToolCallPart(tool_call_id=call_id, tool_name=tool, args=args)
 
 
 def respond(*parts: ToolCallPart | str) -> CanonicalMessage:
@@ -281,11 +281,18 @@ def test_pinned_parts_survive_and_the_rest_is_dropped() -> None:
 
 async def test_a_pinned_answer_gets_a_request_scoped_note() -> None:
     capability = CompactOnRequest(stack=CLEAR)
-    answer = pin(ToolReturnPart("k1", "compact_context", "The context will be compacted"), "user")
+    answer = pin(
+        ToolReturnPart(
+            tool_call_id="k1", tool_name="compact_context", content="The context will be compacted"
+        ),
+        "user",
+    )
     history = [
         CanonicalMessage.user("go"),
         respond(call("c1", "read_file", path="a.py")),
-        CanonicalMessage.request(ToolReturnPart("c1", "read_file", read_file("a.py"))),
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="c1", tool_name="read_file", content=read_file("a.py"))
+        ),
         respond(call("k1", "compact_context", reason="now")),
         CanonicalMessage.request(answer),
     ]
@@ -317,7 +324,9 @@ class Blocking(Capability):
     async def compact(self, ctx: RequestContext, *, reason: str = "forced") -> None:
         self.entered.set()
         await self.release.wait()
-        cleared = CanonicalMessage.request(ToolReturnPart("c1", "read_file", "[cleared]"))
+        cleared = CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="c1", tool_name="read_file", content="[cleared]")
+        )
         ctx.replace_messages(
             [*ctx.messages[:2], cleared, *ctx.messages[3:]], strategy=self.name, reason=reason
         )
@@ -327,9 +336,13 @@ def pending_history(session_text: str) -> list[CanonicalMessage]:
     return [
         CanonicalMessage.user(session_text),
         respond(call("c1", "read_file", path="a.py")),
-        CanonicalMessage.request(ToolReturnPart("c1", "read_file", read_file("a.py"))),
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="c1", tool_name="read_file", content=read_file("a.py"))
+        ),
         respond(call("k1", "compact_context", reason="now")),
-        CanonicalMessage.request(ToolReturnPart("k1", "compact_context", "will compact")),
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="k1", tool_name="compact_context", content="will compact")
+        ),
     ]
 
 

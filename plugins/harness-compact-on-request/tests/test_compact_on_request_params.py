@@ -87,11 +87,13 @@ def test_the_stack_forms() -> None:
 
 
 def msg_call(call_id: str, *extra: Any) -> CanonicalMessage:
-    return CanonicalMessage.response(*extra, ToolCallPart(call_id, TOOL_NAME, {"reason": "r"}))
+    return CanonicalMessage.response(
+        *extra, ToolCallPart(tool_call_id=call_id, tool_name=TOOL_NAME, args={"reason": "r"})
+    )
 
 
 def msg_return(call_id: str, status: str | None = None) -> CanonicalMessage:
-    part = ToolReturnPart(call_id, TOOL_NAME, "ok")
+    part = ToolReturnPart(tool_call_id=call_id, tool_name=TOOL_NAME, content="ok")
     if status is not None:
         part = with_harness_mark(part, **{MARK_KEY: status})
     return CanonicalMessage.request(part)
@@ -100,8 +102,14 @@ def msg_return(call_id: str, status: str | None = None) -> CanonicalMessage:
 def work(n: int) -> list[CanonicalMessage]:
     out: list[CanonicalMessage] = []
     for i in range(n):
-        out.append(CanonicalMessage.response(ToolCallPart(f"w{i}", "read_file", {"path": "a"})))
-        out.append(CanonicalMessage.request(ToolReturnPart(f"w{i}", "read_file", "x")))
+        out.append(
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"w{i}", tool_name="read_file", args={"path": "a"})
+            )
+        )
+        out.append(
+            CanonicalMessage.request(ToolReturnPart(tool_call_id=f"w{i}", tool_name="read_file", content="x"))
+        )
     return out
 
 
@@ -136,14 +144,14 @@ def test_text_in_the_calling_response_is_work_thinking_is_not() -> None:
     assert not is_activity(SystemPromptPart("s"))
     assert not is_activity(TextPart("  "))
     assert is_activity(UserPromptPart("u"))
-    assert not is_activity(ToolReturnPart("k", TOOL_NAME, "x"))
-    assert is_activity(ToolReturnPart("k", "other", "x"))
+    assert not is_activity(ToolReturnPart(tool_call_id="k", tool_name=TOOL_NAME, content="x"))
+    assert is_activity(ToolReturnPart(tool_call_id="k", tool_name="other", content="x"))
 
 
 def test_one_call_per_turn_and_the_reason_is_read_from_the_arguments() -> None:
     response = CanonicalMessage.response(
-        ToolCallPart("k1", TOOL_NAME, {"reason": "first"}),
-        ToolCallPart("k2", TOOL_NAME, '{"reason": "second"}'),
+        ToolCallPart(tool_call_id="k1", tool_name=TOOL_NAME, args={"reason": "first"}),
+        ToolCallPart(tool_call_id="k2", tool_name=TOOL_NAME, args='{"reason": "second"}'),
     )
     history = [CanonicalMessage.user("go"), response]
     first, second = (
@@ -157,9 +165,11 @@ def test_one_call_per_turn_and_the_reason_is_read_from_the_arguments() -> None:
 
 def test_pending_returns_are_the_unmarked_answers_of_the_last_request() -> None:
     last = CanonicalMessage.request(
-        ToolReturnPart("a", TOOL_NAME, "x"),
-        with_harness_mark(ToolReturnPart("b", TOOL_NAME, "x"), **{MARK_KEY: "compacted"}),
-        ToolReturnPart("c", "read_file", "x"),
+        ToolReturnPart(tool_call_id="a", tool_name=TOOL_NAME, content="x"),
+        with_harness_mark(
+            ToolReturnPart(tool_call_id="b", tool_name=TOOL_NAME, content="x"), **{MARK_KEY: "compacted"}
+        ),
+        ToolReturnPart(tool_call_id="c", tool_name="read_file", content="x"),
     )
     assert pending_returns(last) == [0]
     assert pending_returns(CanonicalMessage.response(TextPart("x"))) == []

@@ -27,10 +27,16 @@ def with_request(
     messages: list[CanonicalMessage], call_id: str, text: str | None = None
 ) -> list[CanonicalMessage]:
     """``messages`` followed by a compact_context call and its answer (the request being sent)."""
-    call = ToolCallPart(call_id, "compact_context", {"reason": "test"})
-    parts: tuple[Part, ...] = (call,) if text is None else (ToolCallPart("x_" + call_id, "noop", {}), call)
+    call = ToolCallPart(tool_call_id=call_id, tool_name="compact_context", args={"reason": "test"})
+    parts: tuple[Part, ...] = (
+        (call,)
+        if text is None
+        else (ToolCallPart(tool_call_id="x_" + call_id, tool_name="noop", args={}), call)
+    )
     answer = ToolReturnPart(
-        call_id, "compact_context", "The context will be compacted before your next turn."
+        tool_call_id=call_id,
+        tool_name="compact_context",
+        content="The context will be compacted before your next turn.",
     )
     return [*messages, CanonicalMessage.response(*parts), CanonicalMessage.request(answer)]
 

@@ -23,7 +23,7 @@ def read_file(path: str) -> str:
 
 
 def call(call_id: str, tool: str, **args: Any) -> ToolCallPart:
-    return ToolCallPart(call_id, tool, args)
+    return ToolCallPart(tool_call_id=call_id, tool_name=tool, args=args)
 
 
 def respond(*parts: ToolCallPart | str) -> CanonicalMessage:

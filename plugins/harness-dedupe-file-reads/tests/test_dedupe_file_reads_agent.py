@@ -40,7 +40,9 @@ async def test_agent_run_supersedes_repeated_reads() -> None:
     def script(messages: list[CanonicalMessage], info: FunctionInfo) -> CanonicalMessage | str:
         step = sum(1 for m in messages if m.kind == "response")
         if step < len(plan):
-            return CanonicalMessage.response(ToolCallPart(f"call_{step}", "read_file", {"path": plan[step]}))
+            return CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"call_{step}", tool_name="read_file", args={"path": plan[step]})
+            )
         return "done"
 
     model = FunctionModel(script)

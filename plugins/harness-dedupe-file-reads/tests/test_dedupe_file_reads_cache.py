@@ -45,8 +45,12 @@ def history(tail_steps: int) -> list[CanonicalMessage]:
     steps += [(f"o{i}", "bash", {"command": f"ls {i}"}, OTHER) for i in range(tail_steps)]
     steps += [("r1", "read_file", {"path": "a.py"}, FILE)]
     for call_id, tool, args, content in steps:
-        messages.append(CanonicalMessage.response(ToolCallPart(call_id, tool, args)))
-        messages.append(CanonicalMessage.request(ToolReturnPart(call_id, tool, content)))
+        messages.append(
+            CanonicalMessage.response(ToolCallPart(tool_call_id=call_id, tool_name=tool, args=args))
+        )
+        messages.append(
+            CanonicalMessage.request(ToolReturnPart(tool_call_id=call_id, tool_name=tool, content=content))
+        )
     return messages
 
 

@@ -25,8 +25,14 @@ TEXT = "def handler(request):\n    return respond(request)\n" * 30
 def reads(paths: list[str]) -> list[CanonicalMessage]:
     messages = [CanonicalMessage.user("task")]
     for i, path in enumerate(paths):
-        messages.append(CanonicalMessage.response(ToolCallPart(f"c{i}", "bash", {"command": f"cat {path}"})))
-        messages.append(CanonicalMessage.request(ToolReturnPart(f"c{i}", "bash", TEXT)))
+        messages.append(
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{i}", tool_name="bash", args={"command": f"cat {path}"})
+            )
+        )
+        messages.append(
+            CanonicalMessage.request(ToolReturnPart(tool_call_id=f"c{i}", tool_name="bash", content=TEXT))
+        )
     return messages
 
 

@@ -20,7 +20,7 @@ from harness.core import ToolCallPart
 
 
 def call(tool: str, args: Any) -> ToolCallPart:
-    return ToolCallPart("id", tool, args)
+    return ToolCallPart(tool_call_id="id", tool_name=tool, args=args)
 
 
 def sh(command: str, tool: str = "bash") -> ToolCallPart:

@@ -36,8 +36,16 @@ FILE = "line of the file\n" * 30
 def reads(n: int, path: str = "a.py") -> list[CanonicalMessage]:
     messages = [CanonicalMessage.user("task")]
     for i in range(n):
-        messages.append(CanonicalMessage.response(ToolCallPart(f"r{i}", "read_file", {"path": path})))
-        messages.append(CanonicalMessage.request(ToolReturnPart(f"r{i}", "read_file", f"{i}\n{FILE}")))
+        messages.append(
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"r{i}", tool_name="read_file", args={"path": path})
+            )
+        )
+        messages.append(
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=f"r{i}", tool_name="read_file", content=f"{i}\n{FILE}")
+            )
+        )
     return messages
 
 

@@ -14,8 +14,16 @@ TEXT = "def f():\n    return 1\n" * 40
 def reads(*paths: str) -> list[CanonicalMessage]:
     messages = [CanonicalMessage.user("task")]
     for i, path in enumerate(paths):
-        messages.append(CanonicalMessage.response(ToolCallPart(f"r{i}", "read_file", {"path": path})))
-        messages.append(CanonicalMessage.request(ToolReturnPart(f"r{i}", "read_file", f"{i}\n{TEXT}")))
+        messages.append(
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"r{i}", tool_name="read_file", args={"path": path})
+            )
+        )
+        messages.append(
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=f"r{i}", tool_name="read_file", content=f"{i}\n{TEXT}")
+            )
+        )
     messages.append(CanonicalMessage.user("next"))
     return messages
 
@@ -76,8 +84,12 @@ async def test_appended_duplicates_get_references_too_and_plan_never_does() -> N
     await cap.before_model_request(first)  # remembers the scan
     grown = [  # one more read of a.py, appended
         *first.messages,
-        CanonicalMessage.response(ToolCallPart("r9", "read_file", {"path": "a.py"})),
-        CanonicalMessage.request(ToolReturnPart("r9", "read_file", f"9\n{TEXT}")),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="r9", tool_name="read_file", args={"path": "a.py"})
+        ),
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="r9", tool_name="read_file", content=f"9\n{TEXT}")
+        ),
     ]
     names.index.update({id(m): i for i, m in enumerate(grown)})
     ctx = RequestContext(messages=list(grown), token_counter=TokenCounter(), references=names)

@@ -31,15 +31,19 @@ def read(
     call_id: str, path: str, content: str = TEXT, tool: str = "read_file", **extra: Any
 ) -> list[CanonicalMessage]:
     return [
-        CanonicalMessage.response(ToolCallPart(call_id, tool, {"path": path, **extra})),
-        CanonicalMessage.request(ToolReturnPart(call_id, tool, content)),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id=call_id, tool_name=tool, args={"path": path, **extra})
+        ),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id=call_id, tool_name=tool, content=content)),
     ]
 
 
 def shell(call_id: str, command: str, content: str = TEXT) -> list[CanonicalMessage]:
     return [
-        CanonicalMessage.response(ToolCallPart(call_id, "bash", {"command": command})),
-        CanonicalMessage.request(ToolReturnPart(call_id, "bash", content)),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id=call_id, tool_name="bash", args={"command": command})
+        ),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id=call_id, tool_name="bash", content=content)),
     ]
 
 
@@ -100,13 +104,21 @@ def test_defaults() -> None:
 
 
 def test_file_key_by_name_and_callable() -> None:
-    assert DeduplicateFileReads("read_tool").key_of(ToolCallPart("a", "bash", {"command": "cat x"})) is None
     assert (
-        DeduplicateFileReads("shell_cat").key_of(ToolCallPart("a", "bash", {"command": "cat x"})) is not None
+        DeduplicateFileReads("read_tool").key_of(
+            ToolCallPart(tool_call_id="a", tool_name="bash", args={"command": "cat x"})
+        )
+        is None
+    )
+    assert (
+        DeduplicateFileReads("shell_cat").key_of(
+            ToolCallPart(tool_call_id="a", tool_name="bash", args={"command": "cat x"})
+        )
+        is not None
     )
     custom = DeduplicateFileReads(lambda call: call.tool_name if call.tool_name.startswith("r") else None)
-    assert custom.key_of(ToolCallPart("a", "read_file", {})) == "read_file"
-    assert custom.key_of(ToolCallPart("a", "grep", {})) is None
+    assert custom.key_of(ToolCallPart(tool_call_id="a", tool_name="read_file", args={})) == "read_file"
+    assert custom.key_of(ToolCallPart(tool_call_id="a", tool_name="grep", args={})) is None
 
 
 # -- supersession ------------------------------------------------------------------------------
@@ -143,8 +155,10 @@ async def test_pointers_chain_when_a_newer_read_arrives() -> None:
 
 async def test_stale_read_before_an_edit_is_superseded() -> None:
     edit = [
-        CanonicalMessage.response(ToolCallPart("e1", "write_file", {"path": "a.py", "content": "new"})),
-        CanonicalMessage.request(ToolReturnPart("e1", "write_file", "ok")),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="e1", tool_name="write_file", args={"path": "a.py", "content": "new"})
+        ),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="e1", tool_name="write_file", content="ok")),
     ]
     messages = [*start(), *read("r1", "a.py", "old " * 50), *edit, *read("r2", "a.py", "new" * 50), *end()]
     ctx = await run(DeduplicateFileReads(placeholder="[gone]"), messages)
@@ -186,11 +200,12 @@ async def test_current_step_returns_are_never_changed() -> None:
     messages = [
         *start(),
         CanonicalMessage.response(
-            ToolCallPart("p1", "read_file", {"path": "a.py"}),
-            ToolCallPart("p2", "read_file", {"path": "a.py"}),
+            ToolCallPart(tool_call_id="p1", tool_name="read_file", args={"path": "a.py"}),
+            ToolCallPart(tool_call_id="p2", tool_name="read_file", args={"path": "a.py"}),
         ),
         CanonicalMessage.request(
-            ToolReturnPart("p1", "read_file", TEXT), ToolReturnPart("p2", "read_file", TEXT)
+            ToolReturnPart(tool_call_id="p1", tool_name="read_file", content=TEXT),
+            ToolReturnPart(tool_call_id="p2", tool_name="read_file", content=TEXT),
         ),
     ]
     ctx = await run(DeduplicateFileReads(), messages)
@@ -210,12 +225,13 @@ async def test_latest_is_by_return_position() -> None:
     messages = [
         *start(),
         CanonicalMessage.response(
-            ToolCallPart("r1", "read_file", {"path": "a.py"}), ToolCallPart("x", "grep", {})
+            ToolCallPart(tool_call_id="r1", tool_name="read_file", args={"path": "a.py"}),
+            ToolCallPart(tool_call_id="x", tool_name="grep", args={}),
         ),
-        CanonicalMessage.request(ToolReturnPart("x", "grep", "none")),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="x", tool_name="grep", content="none")),
         *read("r2", "a.py"),
         CanonicalMessage.response(TextPart("wait")),
-        CanonicalMessage.request(ToolReturnPart("r1", "read_file", TEXT)),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="r1", tool_name="read_file", content=TEXT)),
         *end(),
     ]
     ctx = await run(DeduplicateFileReads(), messages)
@@ -228,7 +244,9 @@ async def test_retry_prompts_are_not_reads() -> None:
     messages = [
         *start(),
         *read("r1", "a.py"),
-        CanonicalMessage.response(ToolCallPart("r2", "read_file", {"path": "a.py"})),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="r2", tool_name="read_file", args={"path": "a.py"})
+        ),
         CanonicalMessage.request(retry),
         *end(),
     ]
@@ -274,8 +292,8 @@ async def test_custom_key_uses_the_key_when_the_path_is_unknown() -> None:
     messages = [*start()]
     for i in range(2):
         messages += [
-            CanonicalMessage.response(ToolCallPart(f"f{i}", "fetch", {"id": 7})),
-            CanonicalMessage.request(ToolReturnPart(f"f{i}", "fetch", TEXT)),
+            CanonicalMessage.response(ToolCallPart(tool_call_id=f"f{i}", tool_name="fetch", args={"id": 7})),
+            CanonicalMessage.request(ToolReturnPart(tool_call_id=f"f{i}", tool_name="fetch", content=TEXT)),
         ]
     ctx = await run(cap, [*messages, *end()])
     assert contents(ctx.messages)["f0"] == pointer("doc:7", "f1")
@@ -290,7 +308,9 @@ async def test_superseded_parts_are_marked() -> None:
     assert harness_mark(first) == {
         "cleared": "dedupe_file_reads",
         "superseded_by": "r2",
-        "file_key": DeduplicateFileReads().key_of(ToolCallPart("r2", "read_file", {"path": "a.py"})),
+        "file_key": DeduplicateFileReads().key_of(
+            ToolCallPart(tool_call_id="r2", tool_name="read_file", args={"path": "a.py"})
+        ),
     }
 
 
@@ -308,7 +328,10 @@ async def test_cleared_reads_are_neither_latest_nor_superseded() -> None:
     # latest read with content and nothing is superseded.
     messages = [*start(), *read("r1", "a.py"), *read("r2", "a.py"), *end()]
     messages[4] = CanonicalMessage.request(
-        with_harness_mark(ToolReturnPart("r2", "read_file", "[cleared]"), cleared="clear_tool_results")
+        with_harness_mark(
+            ToolReturnPart(tool_call_id="r2", tool_name="read_file", content="[cleared]"),
+            cleared="clear_tool_results",
+        )
     )
     ctx = await run(DeduplicateFileReads(), messages)
     assert ctx.events == []
@@ -317,7 +340,9 @@ async def test_cleared_reads_are_neither_latest_nor_superseded() -> None:
 async def test_unmarkable_metadata_is_left_alone() -> None:
     messages = [*start(), *read("r1", "a.py"), *read("r2", "a.py"), *end()]
     messages[2] = CanonicalMessage.request(
-        ToolReturnPart("r1", "read_file", TEXT, metadata=["not", "a", "mapping"])
+        ToolReturnPart(
+            tool_call_id="r1", tool_name="read_file", content=TEXT, metadata=["not", "a", "mapping"]
+        )
     )
     ctx = await run(DeduplicateFileReads(), messages)
     assert ctx.events == []
@@ -589,8 +614,14 @@ async def test_read_tools_are_not_affected_by_shell_directory_changes() -> None:
 def test_changes_directory(command: str, expected: bool) -> None:
     from harness_dedupe_file_reads.keys import changes_directory
 
-    assert changes_directory(ToolCallPart("x", "bash", {"command": command})) is expected
-    assert changes_directory(ToolCallPart("x", "python", {"command": command})) is False
+    assert (
+        changes_directory(ToolCallPart(tool_call_id="x", tool_name="bash", args={"command": command}))
+        is expected
+    )
+    assert (
+        changes_directory(ToolCallPart(tool_call_id="x", tool_name="python", args={"command": command}))
+        is False
+    )
 
 
 # -- incremental passes ----------------------------------------------------------------------------
@@ -621,7 +652,9 @@ async def test_appended_messages_without_repeats_skip_the_full_pass(monkeypatch:
     ctx.messages.extend(read("n9", "e.py"))  # the memo follows the edited history
     await cap.before_model_request(ctx)
     assert full_passes == [3]
-    ctx.messages[4] = CanonicalMessage.request(ToolReturnPart("n0", "read_file", "edited elsewhere"))
+    ctx.messages[4] = CanonicalMessage.request(
+        ToolReturnPart(tool_call_id="n0", tool_name="read_file", content="edited elsewhere")
+    )
     ctx.messages.extend(read("n10", "f.py"))  # an edit in the remembered part: full pass
     await cap.before_model_request(ctx)
     assert full_passes == [3, 15]
@@ -635,11 +668,12 @@ async def test_a_superseded_read_in_the_request_being_sent_is_handled_next_time(
     cap = DeduplicateFileReads()
     both = [
         CanonicalMessage.response(
-            ToolCallPart("p1", "read_file", {"path": "a.py"}),
-            ToolCallPart("p2", "read_file", {"path": "a.py"}),
+            ToolCallPart(tool_call_id="p1", tool_name="read_file", args={"path": "a.py"}),
+            ToolCallPart(tool_call_id="p2", tool_name="read_file", args={"path": "a.py"}),
         ),
         CanonicalMessage.request(
-            ToolReturnPart("p1", "read_file", TEXT), ToolReturnPart("p2", "read_file", TEXT)
+            ToolReturnPart(tool_call_id="p1", tool_name="read_file", content=TEXT),
+            ToolReturnPart(tool_call_id="p2", tool_name="read_file", content=TEXT),
         ),
     ]
     ctx = ctx_for([*start(), *both])

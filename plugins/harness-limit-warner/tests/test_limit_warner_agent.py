@@ -21,7 +21,9 @@ def _looper(steps: int) -> FunctionModel:
         step = state["step"]
         if step > steps:
             return "Finished."
-        return CanonicalMessage.response(ToolCallPart(f"c{step}", "bash", {"cmd": f"step {step}"}))
+        return CanonicalMessage.response(
+            ToolCallPart(tool_call_id=f"c{step}", tool_name="bash", args={"cmd": f"step {step}"})
+        )
 
     return FunctionModel(respond)
 
@@ -121,9 +123,13 @@ async def test_stack_of_all_four_capabilities_over_a_long_scripted_run() -> None
         if step > steps:
             return "Done."
         if step % 3 == 0:
-            return CanonicalMessage.response(ToolCallPart(f"b{step}", "bash", {"cmd": f"pytest -k t{step}"}))
+            return CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"b{step}", tool_name="bash", args={"cmd": f"pytest -k t{step}"})
+            )
         path = "pkg/a.py" if step % 2 else "pkg/b.py"  # the same two files, read again and again
-        return CanonicalMessage.response(ToolCallPart(f"r{step}", "read_file", {"path": path}))
+        return CanonicalMessage.response(
+            ToolCallPart(tool_call_id=f"r{step}", tool_name="read_file", args={"path": path})
+        )
 
     model = FunctionModel(respond)
     recorder = _Recorder()

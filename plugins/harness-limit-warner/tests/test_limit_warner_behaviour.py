@@ -30,8 +30,16 @@ from harness.tokens import TokenCounter
 def _history(turns: int = 2) -> list[CanonicalMessage]:
     messages = [CanonicalMessage.user("Fix the bug.")]
     for i in range(turns):
-        messages.append(CanonicalMessage.response(ToolCallPart(f"c{i}", "bash", {"cmd": "ls"})))
-        messages.append(CanonicalMessage.request(ToolReturnPart(f"c{i}", "bash", "a.py b.py")))
+        messages.append(
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{i}", tool_name="bash", args={"cmd": "ls"})
+            )
+        )
+        messages.append(
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=f"c{i}", tool_name="bash", content="a.py b.py")
+            )
+        )
     return messages
 
 

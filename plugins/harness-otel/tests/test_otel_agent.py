@@ -55,7 +55,10 @@ def final_response(text: str = "5 and 20") -> CanonicalMessage:
     )
 
 
-TWO_CALLS = (ToolCallPart("call_a", "add", {"a": 2, "b": 3}), ToolCallPart("call_b", "mul", {"a": 4, "b": 5}))
+TWO_CALLS = (
+    ToolCallPart(tool_call_id="call_a", tool_name="add", args={"a": 2, "b": 3}),
+    ToolCallPart(tool_call_id="call_b", tool_name="mul", args={"a": 4, "b": 5}),
+)
 
 tasks: list[asyncio.Task[Any] | None] = []
 
@@ -197,7 +200,7 @@ def boom(text: str) -> str:
 
 async def test_a_failing_tool_marks_its_span_and_not_the_run(spans: SpanRecorder) -> None:
     model = FunctionModel.from_responses(
-        calls_response(ToolCallPart("call_x", "boom", {"text": "this"})),
+        calls_response(ToolCallPart(tool_call_id="call_x", tool_name="boom", args={"text": "this"})),
         final_response("sorry"),
         model_name=MODEL,
     )
@@ -221,7 +224,8 @@ def stop_everything(text: str) -> str:
 
 async def test_a_tool_error_that_stops_the_run_fails_both_spans(spans: SpanRecorder) -> None:
     model = FunctionModel.from_responses(
-        calls_response(ToolCallPart("call_x", "stop_everything", {"text": "it"})), model_name=MODEL
+        calls_response(ToolCallPart(tool_call_id="call_x", tool_name="stop_everything", args={"text": "it"})),
+        model_name=MODEL,
     )
     agent = Agent(model, tools=[stop_everything])
     agent.plugin_manager.register(OTelPlugin(tracer_provider=spans.provider))
@@ -243,7 +247,7 @@ def ask_again(text: str) -> str:
 
 async def test_a_retry_prompt_is_an_outcome_not_an_error(spans: SpanRecorder) -> None:
     model = FunctionModel.from_responses(
-        calls_response(ToolCallPart("call_r", "ask_again", {"text": "x"})),
+        calls_response(ToolCallPart(tool_call_id="call_r", tool_name="ask_again", args={"text": "x"})),
         final_response("ok"),
         model_name=MODEL,
     )

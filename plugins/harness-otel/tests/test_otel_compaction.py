@@ -33,7 +33,9 @@ def echo(text: str) -> str:
 
 
 def call(call_id: str, text: str = "hello") -> CanonicalMessage:
-    return CanonicalMessage.response(ToolCallPart(call_id, "echo", {"text": text}))
+    return CanonicalMessage.response(
+        ToolCallPart(tool_call_id=call_id, tool_name="echo", args={"text": text})
+    )
 
 
 class ClearResults:
@@ -55,7 +57,9 @@ class ClearResults:
             for part in message.parts:
                 if isinstance(part, ToolReturnPart):
                     cleared.append(part.tool_call_id)
-                    part = ToolReturnPart(part.tool_call_id, part.tool_name, "[cleared]")
+                    part = ToolReturnPart(
+                        tool_call_id=part.tool_call_id, tool_name=part.tool_name, content="[cleared]"
+                    )
                 parts.append(part)
             new.append(message.replace(parts=tuple(parts)))
         ctx.replace_messages(
@@ -175,7 +179,9 @@ async def test_a_compaction_outside_a_run_gets_a_span_of_its_own(spans: SpanReco
     history = [
         CanonicalMessage.user("go"),
         call("call_1"),
-        CanonicalMessage.request(ToolReturnPart("call_1", "echo", "hello" * 20)),
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="call_1", tool_name="echo", content="hello" * 20)
+        ),
         CanonicalMessage.response(TextPart("done")),
         CanonicalMessage.user("again"),
     ]

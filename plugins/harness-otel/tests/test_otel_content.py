@@ -45,7 +45,8 @@ def lookup(key: str) -> str:
 def agent_with(otel: OTelPlugin) -> Agent:
     model = FunctionModel.from_responses(
         CanonicalMessage.response(
-            ThoughtPart("I should look it up"), ToolCallPart("call_1", "lookup", {"key": "answer"})
+            ThoughtPart("I should look it up"),
+            ToolCallPart(tool_call_id="call_1", tool_name="lookup", args={"key": "answer"}),
         ),
         CanonicalMessage.response(TextPart(f"Found: {SECRET}"), finish_reason="stop"),
         model_name="m",
@@ -161,7 +162,7 @@ def test_the_entry_point_instance_follows_the_variable(monkeypatch: pytest.Monke
 def test_a_request_mixing_roles_becomes_one_message_per_role() -> None:
     request = CanonicalMessage.request(
         SystemPromptPart("sys"),
-        ToolReturnPart("c1", "t", {"rows": 3}),
+        ToolReturnPart(tool_call_id="c1", tool_name="t", content={"rows": 3}),
         RetryPromptPart("bad arguments", tool_name="t", tool_call_id="c2"),
         UserPromptPart(("look at", {"type": "image_url", "url": "https://x/y.png"})),
         RetryPromptPart("answer in text"),
@@ -221,7 +222,7 @@ def test_an_output_message_always_has_a_finish_reason(kinds: list[str], reported
         if kind == "text"
         else ThoughtPart("r")
         if kind == "thought"
-        else ToolCallPart(f"c{i}", "t", {})
+        else ToolCallPart(tool_call_id=f"c{i}", tool_name="t", args={})
         for i, kind in enumerate(kinds)
     ]
     response = CanonicalMessage.response(*parts, finish_reason="length" if reported else None)

@@ -35,9 +35,17 @@ SIZES = (100, 1_000, 10_000)
 
 def _step(i: int) -> list[CanonicalMessage]:
     return [
-        CanonicalMessage.response(ToolCallPart(f"call_{i}", "bash", {"command": f"ls -la src/module_{i}"})),
+        CanonicalMessage.response(
+            ToolCallPart(
+                tool_call_id=f"call_{i}", tool_name="bash", args={"command": f"ls -la src/module_{i}"}
+            )
+        ),
         CanonicalMessage.request(
-            ToolReturnPart(f"call_{i}", "bash", f"total {i}\n" + "-rw-r--r-- 1 user user 4096 file.py\n" * 8)
+            ToolReturnPart(
+                tool_call_id=f"call_{i}",
+                tool_name="bash",
+                content=f"total {i}\n" + "-rw-r--r-- 1 user user 4096 file.py\n" * 8,
+            )
         ),
     ]
 

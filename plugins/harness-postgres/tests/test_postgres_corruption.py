@@ -59,7 +59,9 @@ def test_a_corrupt_row_raises_naming_store_and_session_and_is_left_alone(
 
 def test_a_corrupt_logged_message_fails_the_transcript(pg_store: PostgresStore, pg_admin: Admin) -> None:
     session = _stored(pg_store)
-    cleared = CanonicalMessage.request(ToolReturnPart("c1", "grep", "[cleared]"))
+    cleared = CanonicalMessage.request(
+        ToolReturnPart(tool_call_id="c1", tool_name="grep", content="[cleared]")
+    )
     session.messages = [cleared, session.messages[1]]
     session.note_overlays([cleared])
     session.checkpoint()

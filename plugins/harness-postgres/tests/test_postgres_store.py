@@ -27,8 +27,14 @@ _T = datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC)
 
 def _step(i: int) -> list[CanonicalMessage]:
     return [
-        CanonicalMessage.response(ToolCallPart(f"c{i}", "read_file", {"path": f"file{i}.py"})),
-        CanonicalMessage.request(ToolReturnPart(f"c{i}", "read_file", f"contents of file {i}: pelican{i}")),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id=f"c{i}", tool_name="read_file", args={"path": f"file{i}.py"})
+        ),
+        CanonicalMessage.request(
+            ToolReturnPart(
+                tool_call_id=f"c{i}", tool_name="read_file", content=f"contents of file {i}: pelican{i}"
+            )
+        ),
     ]
 
 
@@ -51,7 +57,9 @@ def test_a_session_round_trips_through_a_second_connection(pg_dsn: str, pg_schem
         session.thoughts.append(f"thought {i}")
         session.record_tool(LedgerEntry(f"c{i}", "read_file", "completed", _T, _T + timedelta(seconds=1)))
         assert session.checkpoint() == i + 2
-    cleared = session.messages[2].replace(parts=(ToolReturnPart("c0", "read_file", "[cleared]"),))
+    cleared = session.messages[2].replace(
+        parts=(ToolReturnPart(tool_call_id="c0", tool_name="read_file", content="[cleared]"),)
+    )
     session.messages = [*session.messages[:2], cleared, *session.messages[3:]]
     session.note_overlays([cleared], [{"strategy": "clear_tool_results"}])
     assert session.checkpoint() == 5
@@ -67,8 +75,12 @@ def test_a_session_round_trips_through_a_second_connection(pg_dsn: str, pg_schem
         assert reopened.current_model == "m"
         transcript = reopened.transcript()
         assert len(transcript) == 7
-        assert transcript[2].parts[0] == ToolReturnPart("c0", "read_file", "contents of file 0: pelican0")
-        assert reopened.messages[2].parts[0] == ToolReturnPart("c0", "read_file", "[cleared]")
+        assert transcript[2].parts[0] == ToolReturnPart(
+            tool_call_id="c0", tool_name="read_file", content="contents of file 0: pelican0"
+        )
+        assert reopened.messages[2].parts[0] == ToolReturnPart(
+            tool_call_id="c0", tool_name="read_file", content="[cleared]"
+        )
         (edit,) = other.edits(session.session_id)
         assert (edit.revision, edit.view_start, edit.replaced) == (5, 2, (2,))
         assert edit.events == ({"strategy": "clear_tool_results"},)
@@ -127,7 +139,9 @@ def test_fork_copies_rows_on_the_server_and_both_go_their_own_way(
 def test_delete_cascades_to_every_table(pg_store: PostgresStore, pg_admin: Admin) -> None:
     session = Session.create(store=pg_store, messages=[CanonicalMessage.user("x"), *_step(0)], thoughts=["t"])
     session.record_tool(LedgerEntry("c0", "read_file", "completed", _T, _T))
-    cleared = session.messages[2].replace(parts=(ToolReturnPart("c0", "read_file", "[cleared]"),))
+    cleared = session.messages[2].replace(
+        parts=(ToolReturnPart(tool_call_id="c0", tool_name="read_file", content="[cleared]"),)
+    )
     session.checkpoint()
     session.messages = [*session.messages[:2], cleared]
     session.note_overlays([cleared])

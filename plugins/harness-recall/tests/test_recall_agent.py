@@ -52,7 +52,9 @@ class Script:
     def __call__(self, messages: list[CanonicalMessage], info: FunctionInfo) -> CanonicalMessage | str:
         step = sum(1 for m in messages if m.kind == "response")
         if step < READS:
-            return CanonicalMessage.response(ToolCallPart(f"c{step}", "read_file", {"path": f"f{step}.py"}))
+            return CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{step}", tool_name="read_file", args={"path": f"f{step}.py"})
+            )
         last = messages[-1].parts[0]
         if step > READS:
             assert isinstance(last, ToolReturnPart | RetryPromptPart)
@@ -69,7 +71,7 @@ class Script:
                 return CanonicalMessage.response(TextPart("no reference to recall"))
             action = ("recall", {"ref": match.group(1)})
         name, args = action
-        return CanonicalMessage.response(ToolCallPart(f"t{step}", name, args))
+        return CanonicalMessage.response(ToolCallPart(tool_call_id=f"t{step}", tool_name=name, args=args))
 
 
 def clearing() -> ClearToolResults:

@@ -16,8 +16,10 @@ from harness import TokenCounter, ToolReturnPart
 def test_a_reference_costs_eight_or_nine_tokens(ref: str, tokens: int) -> None:
     counter = TokenCounter()
     assert counter.count_text(hint(ref)) == tokens
-    plain = ToolReturnPart("c1", "read_file", DEFAULT_PLACEHOLDER)
-    referenced = ToolReturnPart("c1", "read_file", DEFAULT_PLACEHOLDER + hint(ref))
+    plain = ToolReturnPart(tool_call_id="c1", tool_name="read_file", content=DEFAULT_PLACEHOLDER)
+    referenced = ToolReturnPart(
+        tool_call_id="c1", tool_name="read_file", content=DEFAULT_PLACEHOLDER + hint(ref)
+    )
     assert counter.count_part(referenced) - counter.count_part(plain) == tokens
 
 

@@ -43,8 +43,16 @@ def content(i: int) -> str:
 def steps(count: int, *, path: Callable[[int], str] = lambda i: f"f{i}.py") -> list[CanonicalMessage]:
     messages = [CanonicalMessage.user("task")]
     for i in range(count):
-        messages.append(CanonicalMessage.response(ToolCallPart(f"c{i}", "read_file", {"path": path(i)})))
-        messages.append(CanonicalMessage.request(ToolReturnPart(f"c{i}", "read_file", content(i))))
+        messages.append(
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{i}", tool_name="read_file", args={"path": path(i)})
+            )
+        )
+        messages.append(
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=f"c{i}", tool_name="read_file", content=content(i))
+            )
+        )
     messages.append(CanonicalMessage.response(TextPart("ok")))
     messages.append(CanonicalMessage.user("next"))
     return messages
@@ -174,13 +182,17 @@ async def test_a_part_another_capability_rewrote_in_the_same_request_keeps_its_l
     messages = [
         CanonicalMessage.user("task"),
         CanonicalMessage.response(
-            ToolCallPart("a", "read_file", {"path": "x.py"}), ToolCallPart("b", "bash", {"command": "make"})
+            ToolCallPart(tool_call_id="a", tool_name="read_file", args={"path": "x.py"}),
+            ToolCallPart(tool_call_id="b", tool_name="bash", args={"command": "make"}),
         ),
         CanonicalMessage.request(
-            ToolReturnPart("a", "read_file", content(0)), ToolReturnPart("b", "bash", content(1))
+            ToolReturnPart(tool_call_id="a", tool_name="read_file", content=content(0)),
+            ToolReturnPart(tool_call_id="b", tool_name="bash", content=content(1)),
         ),
-        CanonicalMessage.response(ToolCallPart("c", "read_file", {"path": "x.py"})),
-        CanonicalMessage.request(ToolReturnPart("c", "read_file", content(2))),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="c", tool_name="read_file", args={"path": "x.py"})
+        ),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="c", tool_name="read_file", content=content(2))),
         CanonicalMessage.response(TextPart("ok")),
         CanonicalMessage.user("next"),
     ]
@@ -235,10 +247,12 @@ async def test_a_part_of_an_overlay_is_named_by_its_place_in_the_log_message(sto
     messages = [
         CanonicalMessage.user("task"),
         CanonicalMessage.response(
-            ToolCallPart("a", "bash", {"command": "one"}), ToolCallPart("b", "bash", {})
+            ToolCallPart(tool_call_id="a", tool_name="bash", args={"command": "one"}),
+            ToolCallPart(tool_call_id="b", tool_name="bash", args={}),
         ),
         CanonicalMessage.request(
-            ToolReturnPart("a", "bash", content(0)), ToolReturnPart("b", "bash", content(1))
+            ToolReturnPart(tool_call_id="a", tool_name="bash", content=content(0)),
+            ToolReturnPart(tool_call_id="b", tool_name="bash", content=content(1)),
         ),
         CanonicalMessage.response(TextPart("ok")),
         CanonicalMessage.user("next"),

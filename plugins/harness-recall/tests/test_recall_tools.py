@@ -20,10 +20,18 @@ Stored = Callable[[Sequence[CanonicalMessage]], Session]
 def history() -> list[CanonicalMessage]:
     return [
         CanonicalMessage.user("task"),  # r0
-        CanonicalMessage.response(ToolCallPart("c0", "read_file", {"path": "big.txt"})),  # r1
-        CanonicalMessage.request(ToolReturnPart("c0", "read_file", LONG)),  # r2
-        CanonicalMessage.response(TextPart("looking"), ToolCallPart("c1", "bash", {"command": "grep"})),  # r3
-        CanonicalMessage.request(ToolReturnPart("c1", "bash", "match: needle-omega here")),  # r4
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="c0", tool_name="read_file", args={"path": "big.txt"})
+        ),  # r1
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="c0", tool_name="read_file", content=LONG)
+        ),  # r2
+        CanonicalMessage.response(
+            TextPart("looking"), ToolCallPart(tool_call_id="c1", tool_name="bash", args={"command": "grep"})
+        ),  # r3
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="c1", tool_name="bash", content="match: needle-omega here")
+        ),  # r4
         CanonicalMessage.response(TextPart("done")),  # r5
         CanonicalMessage.user("next"),  # r6
     ]
@@ -158,10 +166,26 @@ def test_search_without_a_match_and_bad_queries(stored: Stored) -> None:
 def test_search_lists_at_most_max_results_and_skips_earlier_recall_answers(stored: Stored) -> None:
     messages = [CanonicalMessage.user("task")]
     for i in range(8):
-        messages.append(CanonicalMessage.response(ToolCallPart(f"c{i}", "bash", {"command": "ls"})))
-        messages.append(CanonicalMessage.request(ToolReturnPart(f"c{i}", "bash", f"kiwi {i}")))
-    messages.append(CanonicalMessage.response(ToolCallPart("s", "search_history", {"query": "kiwi"})))
-    messages.append(CanonicalMessage.request(ToolReturnPart("s", "search_history", "- r2.0 kiwi 0")))
+        messages.append(
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{i}", tool_name="bash", args={"command": "ls"})
+            )
+        )
+        messages.append(
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=f"c{i}", tool_name="bash", content=f"kiwi {i}")
+            )
+        )
+    messages.append(
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="s", tool_name="search_history", args={"query": "kiwi"})
+        )
+    )
+    messages.append(
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="s", tool_name="search_history", content="- r2.0 kiwi 0")
+        )
+    )
     messages.append(CanonicalMessage.user("next"))
     session = stored(messages)
     lines = search_log(session, "kiwi", 50, max_results=3).splitlines()

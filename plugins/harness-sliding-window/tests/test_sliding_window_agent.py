@@ -35,7 +35,9 @@ def _reader(steps: int) -> FunctionModel:
         step = state["step"]
         if step > steps:
             return "All modules read."
-        call = ToolCallPart(f"read_{step}", "read_file", {"path": f"pkg/mod{step}.py"})
+        call = ToolCallPart(
+            tool_call_id=f"read_{step}", tool_name="read_file", args={"path": f"pkg/mod{step}.py"}
+        )
         return CanonicalMessage.response(TextPart(f"Reading module {step}."), call)
 
     return FunctionModel(respond)

@@ -41,8 +41,16 @@ def _chat(turns: int, *, first: tuple[Part, ...] = (SYS, TASK)) -> list[Canonica
 def _tools(calls: int, *, first: tuple[Part, ...] = (SYS, TASK)) -> list[CanonicalMessage]:
     messages = [CanonicalMessage.request(*first)]
     for i in range(calls):
-        messages.append(CanonicalMessage.response(ToolCallPart(f"c{i}", "read_file", {"path": f"f{i}.py"})))
-        messages.append(CanonicalMessage.request(ToolReturnPart(f"c{i}", "read_file", f"content {i} " * 20)))
+        messages.append(
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{i}", tool_name="read_file", args={"path": f"f{i}.py"})
+            )
+        )
+        messages.append(
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=f"c{i}", tool_name="read_file", content=f"content {i} " * 20)
+            )
+        )
     return messages
 
 
@@ -76,7 +84,9 @@ def test_cut_walks_back_instead_of_splitting_a_distant_pair() -> None:
     # call c0 at index 1 is answered only at index 9 (8 messages later)
     history = [
         CanonicalMessage.request(TASK),
-        CanonicalMessage.response(ToolCallPart("c0", "bash", {"cmd": "make"}), TextPart("started")),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="c0", tool_name="bash", args={"cmd": "make"}), TextPart("started")
+        ),
         *[
             m
             for i in range(1, 4)
@@ -85,7 +95,7 @@ def test_cut_walks_back_instead_of_splitting_a_distant_pair() -> None:
                 CanonicalMessage.response(TextPart(f"a{i}")),
             )
         ],
-        CanonicalMessage.request(ToolReturnPart("c0", "bash", "done")),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="c0", tool_name="bash", content="done")),
         CanonicalMessage.response(TextPart("ok")),
         CanonicalMessage.request(UserPromptPart("next")),
     ]
@@ -105,16 +115,18 @@ def test_parallel_calls_and_a_retry_naming_a_call_stay_with_their_call() -> None
     history = [
         CanonicalMessage.request(TASK),
         CanonicalMessage.response(
-            ToolCallPart("a", "read_file", {"path": "x"}),
-            ToolCallPart("b", "read_file", {"path": "y"}),
-            ToolCallPart("c", "bash", {"cmd": "ls"}),
+            ToolCallPart(tool_call_id="a", tool_name="read_file", args={"path": "x"}),
+            ToolCallPart(tool_call_id="b", tool_name="read_file", args={"path": "y"}),
+            ToolCallPart(tool_call_id="c", tool_name="bash", args={"cmd": "ls"}),
         ),
         CanonicalMessage.request(
-            ToolReturnPart("a", "read_file", "x"),
+            ToolReturnPart(tool_call_id="a", tool_name="read_file", content="x"),
             RetryPromptPart("bad args", tool_name="read_file", tool_call_id="b"),
         ),
         CanonicalMessage.response(TextPart("retrying")),
-        CanonicalMessage.request(ToolReturnPart("c", "bash", "files"), UserPromptPart("go on")),
+        CanonicalMessage.request(
+            ToolReturnPart(tool_call_id="c", tool_name="bash", content="files"), UserPromptPart("go on")
+        ),
         CanonicalMessage.response(TextPart("done")),
         CanonicalMessage.request(UserPromptPart("thanks")),
     ]
@@ -296,8 +308,16 @@ def test_a_later_receipt_replaces_the_old_one_and_accumulates_the_totals() -> No
     window.apply(ctx)
     first = next(p for p in ctx.messages[0].parts if is_receipt_part(p))
     for i in range(6, 9):
-        ctx.messages.append(CanonicalMessage.response(ToolCallPart(f"c{i}", "read_file", {"path": "z"})))
-        ctx.messages.append(CanonicalMessage.request(ToolReturnPart(f"c{i}", "read_file", "more " * 30)))
+        ctx.messages.append(
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{i}", tool_name="read_file", args={"path": "z"})
+            )
+        )
+        ctx.messages.append(
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=f"c{i}", tool_name="read_file", content="more " * 30)
+            )
+        )
     window.apply(ctx)
     receipts = [p for m in ctx.messages for p in m.parts if is_receipt_part(p)]
     assert len(receipts) == 1

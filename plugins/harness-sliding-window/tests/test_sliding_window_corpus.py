@@ -61,8 +61,16 @@ def test_every_corpus_file(corpus_file: Path, window: SlidingWindow) -> None:
 def _long_history(steps: int) -> list[CanonicalMessage]:
     messages = [CanonicalMessage.user("Refactor the parser.")]
     for i in range(steps):
-        messages.append(CanonicalMessage.response(ToolCallPart(f"c{i}", "read_file", {"path": f"m{i}.py"})))
-        messages.append(CanonicalMessage.request(ToolReturnPart(f"c{i}", "read_file", "line\n" * 50)))
+        messages.append(
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{i}", tool_name="read_file", args={"path": f"m{i}.py"})
+            )
+        )
+        messages.append(
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=f"c{i}", tool_name="read_file", content="line\n" * 50)
+            )
+        )
     messages.append(CanonicalMessage.response(TextPart("Done.")))
     messages.append(CanonicalMessage.user("Now add tests."))
     return messages

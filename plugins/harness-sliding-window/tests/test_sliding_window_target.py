@@ -20,8 +20,16 @@ from harness.tokens import TokenCounter
 def _history(steps: int) -> list[CanonicalMessage]:
     messages = [CanonicalMessage.request(SystemPromptPart("be brief"), UserPromptPart("the task"))]
     for i in range(steps):
-        messages.append(CanonicalMessage.response(ToolCallPart(f"c{i}", "bash", {"command": f"step {i}"})))
-        messages.append(CanonicalMessage.request(ToolReturnPart(f"c{i}", "bash", "word " * 50)))
+        messages.append(
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{i}", tool_name="bash", args={"command": f"step {i}"})
+            )
+        )
+        messages.append(
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=f"c{i}", tool_name="bash", content="word " * 50)
+            )
+        )
     return messages
 
 

@@ -33,10 +33,13 @@ TASK = "Refactor module {core} and keep {{braces}} intact"
 def step(i: int) -> list[CanonicalMessage]:
     return [
         CanonicalMessage.response(
-            TextPart(f"reading {i}"), ToolCallPart(f"c{i}", "read_file", {"path": f"f{i}.py"})
+            TextPart(f"reading {i}"),
+            ToolCallPart(tool_call_id=f"c{i}", tool_name="read_file", args={"path": f"f{i}.py"}),
         ),
         CanonicalMessage.request(
-            ToolReturnPart(f"c{i}", "read_file", f"content {{of}} file {i} " + "x" * 50)
+            ToolReturnPart(
+                tool_call_id=f"c{i}", tool_name="read_file", content=f"content {{of}} file {i} " + "x" * 50
+            )
         ),
     ]
 
@@ -230,11 +233,17 @@ async def test_keep_tokens_cut_and_idempotence() -> None:
 
 async def test_pairs_at_any_distance_are_not_split() -> None:
     messages = [CanonicalMessage.user(TASK)]
-    messages.append(CanonicalMessage.response(ToolCallPart("far", "bash", {"command": "sleep 1"})))
+    messages.append(
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id="far", tool_name="bash", args={"command": "sleep 1"})
+        )
+    )
     for i in range(6):
         messages.append(CanonicalMessage.request(UserPromptPart(f"wait {i}")))
         messages.append(CanonicalMessage.response(TextPart(f"waiting {i}")))
-    messages.append(CanonicalMessage.request(ToolReturnPart("far", "bash", "done")))
+    messages.append(
+        CanonicalMessage.request(ToolReturnPart(tool_call_id="far", tool_name="bash", content="done"))
+    )
     ctx = ctx_for(messages)
     await SummarizingCompaction(keep_messages=3).compact(ctx)
     assert check_invariants(ctx.messages) == []
@@ -272,7 +281,7 @@ async def test_model_summarizer_receives_rendered_prompt_and_previous_summary() 
     messages = history(6)
     messages[3] = CanonicalMessage.response(
         TextPart("I see {braces} and {messages} and {previous_summary} here"),
-        ToolCallPart("c1", "read_file", {"path": "f1.py"}),
+        ToolCallPart(tool_call_id="c1", tool_name="read_file", args={"path": "f1.py"}),
     )
     ctx = ctx_for(messages)
     cap = SummarizingCompaction(keep_messages=3, model=model, tool_return_max_chars=20)

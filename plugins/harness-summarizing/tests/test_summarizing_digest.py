@@ -20,8 +20,8 @@ from harness.core import (
 
 def _pair(call_id: str, tool: str, args: object, result: object) -> list[CanonicalMessage]:
     return [
-        CanonicalMessage.response(ToolCallPart(call_id, tool, args)),  # pyright: ignore[reportArgumentType]
-        CanonicalMessage.request(ToolReturnPart(call_id, tool, result)),
+        CanonicalMessage.response(ToolCallPart(tool_call_id=call_id, tool_name=tool, args=args)),  # pyright: ignore[reportArgumentType]
+        CanonicalMessage.request(ToolReturnPart(tool_call_id=call_id, tool_name=tool, content=result)),
     ]
 
 
@@ -50,7 +50,7 @@ def scripted_history() -> list[CanonicalMessage]:
     messages += _pair("c8", "str_replace_editor", {"command": "create", "path": "docs/new.md"}, "created")
     messages += _pair("c9", "grep", {"pattern": "TODO"}, "Error: grep failed badly")
     messages += [
-        CanonicalMessage.response(ToolCallPart("c10", "bash", {"command": "ls"})),
+        CanonicalMessage.response(ToolCallPart(tool_call_id="c10", tool_name="bash", args={"command": "ls"})),
         CanonicalMessage.request(
             RetryPromptPart("invalid args: bad\nmore", tool_name="bash", tool_call_id="c10")
         ),

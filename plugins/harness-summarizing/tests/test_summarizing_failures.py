@@ -28,9 +28,17 @@ ERROR_TEXT = "provider exploded: secret-error-marker"
 def history(steps: int) -> list[CanonicalMessage]:
     messages = [CanonicalMessage.request(SystemPromptPart("sys"), UserPromptPart("the task"))]
     for i in range(steps):
-        messages.append(CanonicalMessage.response(ToolCallPart(f"c{i}", "bash", {"command": f"cat f{i}.py"})))
         messages.append(
-            CanonicalMessage.request(ToolReturnPart(f"c{i}", "bash", f"<returncode>0</returncode> {i}"))
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{i}", tool_name="bash", args={"command": f"cat f{i}.py"})
+            )
+        )
+        messages.append(
+            CanonicalMessage.request(
+                ToolReturnPart(
+                    tool_call_id=f"c{i}", tool_name="bash", content=f"<returncode>0</returncode> {i}"
+                )
+            )
         )
     return messages
 
@@ -116,9 +124,14 @@ async def test_sliding_fallback_drops_range_keeps_task_and_old_summary(
     old_summary = ctx.messages[0].parts[-1]
     for i in range(20, 25):
         ctx.messages.append(
-            CanonicalMessage.response(TextPart(f"t{i}"), ToolCallPart(f"c{i}", "bash", {"command": "ls"}))
+            CanonicalMessage.response(
+                TextPart(f"t{i}"),
+                ToolCallPart(tool_call_id=f"c{i}", tool_name="bash", args={"command": "ls"}),
+            )
         )
-        ctx.messages.append(CanonicalMessage.request(ToolReturnPart(f"c{i}", "bash", "x")))
+        ctx.messages.append(
+            CanonicalMessage.request(ToolReturnPart(tool_call_id=f"c{i}", tool_name="bash", content="x"))
+        )
     cap = SummarizingCompaction(keep_messages=3, summarizer=summarizer, timeout=0.05, fallback="sliding")  # pyright: ignore[reportArgumentType]
     await cap.compact(ctx)
     event = ctx.events[-1]
@@ -141,8 +154,14 @@ async def test_identical_summary_counts_as_useless() -> None:
     await cap.compact(ctx)
     assert ctx.events[0].details["error"] is None
     for i in range(20, 25):
-        ctx.messages.append(CanonicalMessage.response(ToolCallPart(f"c{i}", "bash", {"command": "ls"})))
-        ctx.messages.append(CanonicalMessage.request(ToolReturnPart(f"c{i}", "bash", "x")))
+        ctx.messages.append(
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{i}", tool_name="bash", args={"command": "ls"})
+            )
+        )
+        ctx.messages.append(
+            CanonicalMessage.request(ToolReturnPart(tool_call_id=f"c{i}", tool_name="bash", content="x"))
+        )
     await cap.compact(ctx)
     assert ctx.events[1].details["error"] == (
         "summary identical to the previous summary although new messages were summarized"

@@ -44,7 +44,9 @@ class Script:
         self.step += 1
         return CanonicalMessage.response(
             TextPart(f"step {self.step}"),
-            ToolCallPart(f"call{self.step}", "read_file", {"path": f"m{self.step}.py"}),
+            ToolCallPart(
+                tool_call_id=f"call{self.step}", tool_name="read_file", args={"path": f"m{self.step}.py"}
+            ),
         )
 
     def check(self, messages: list[CanonicalMessage]) -> None:
@@ -101,10 +103,14 @@ async def test_repeated_compact_calls_with_digest_over_long_run() -> None:
     cap = SummarizingCompaction(max_messages=30, keep_messages=10)
     for i in range(STEPS):
         ctx.messages.append(
-            CanonicalMessage.response(ToolCallPart(f"c{i}", "bash", {"command": f"cat m{i}.py"}))
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{i}", tool_name="bash", args={"command": f"cat m{i}.py"})
+            )
         )
         ctx.messages.append(
-            CanonicalMessage.request(ToolReturnPart(f"c{i}", "bash", "<returncode>0</returncode>ok"))
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=f"c{i}", tool_name="bash", content="<returncode>0</returncode>ok")
+            )
         )
         await cap.before_model_request(ctx)
         assert check_invariants(ctx.messages) == []
@@ -139,7 +145,9 @@ async def test_summarizer_usage_is_charged_to_the_run() -> None:
         if len(script_calls) >= steps:
             return "finished"
         script_calls.append(len(messages))
-        return CanonicalMessage.response(ToolCallPart(f"k{len(script_calls)}", "read_file", {"path": "x.py"}))
+        return CanonicalMessage.response(
+            ToolCallPart(tool_call_id=f"k{len(script_calls)}", tool_name="read_file", args={"path": "x.py"})
+        )
 
     script_calls: list[int] = []
     agent = Agent(

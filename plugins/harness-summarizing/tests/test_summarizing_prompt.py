@@ -74,16 +74,16 @@ def test_transcript_lines_and_bounds() -> None:
             ThoughtPart("secret thinking"),
             TextPart("sure"),
             TextPart("  "),
-            ToolCallPart("c1", "read_file", {"path": "a.py"}),
-            ToolCallPart("c2", "bash", '{"command": "ls"}'),
-            ToolCallPart("c3", "noop"),
+            ToolCallPart(tool_call_id="c1", tool_name="read_file", args={"path": "a.py"}),
+            ToolCallPart(tool_call_id="c2", tool_name="bash", args='{"command": "ls"}'),
+            ToolCallPart(tool_call_id="c3", tool_name="noop"),
         ),
         CanonicalMessage.request(
-            ToolReturnPart("c1", "read_file", "x" * 50),
-            ToolReturnPart("c2", None, {"out": [1, 2]}),
+            ToolReturnPart(tool_call_id="c1", tool_name="read_file", content="x" * 50),
+            ToolReturnPart(tool_call_id="c2", tool_name=None, content={"out": [1, 2]}),
             RetryPromptPart("try again", tool_name="noop", tool_call_id="c3"),
             RetryPromptPart("bad output"),
-            UnknownPart("mystery", {"part_kind": "mystery"}),
+            UnknownPart("mystery", data={"part_kind": "mystery"}),
         ),
     ]
     text = render_transcript(messages, tool_return_max_chars=10)

@@ -17,9 +17,15 @@ HEADER = (
 def steps(start: int, count: int) -> list[CanonicalMessage]:
     messages: list[CanonicalMessage] = []
     for i in range(start, start + count):
-        messages.append(CanonicalMessage.response(ToolCallPart(f"c{i}", "read_file", {"path": f"f{i}.py"})))
         messages.append(
-            CanonicalMessage.request(ToolReturnPart(f"c{i}", "read_file", f"file {i} " + "x" * 80))
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{i}", tool_name="read_file", args={"path": f"f{i}.py"})
+            )
+        )
+        messages.append(
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=f"c{i}", tool_name="read_file", content=f"file {i} " + "x" * 80)
+            )
         )
     return messages
 

@@ -11,8 +11,10 @@ from harness.tokens import TokenCounter
 
 def _pair(call_id: str, command: str, output: str) -> list[CanonicalMessage]:
     return [
-        CanonicalMessage.response(ToolCallPart(call_id, "bash", {"command": command})),
-        CanonicalMessage.request(ToolReturnPart(call_id, "bash", output)),
+        CanonicalMessage.response(
+            ToolCallPart(tool_call_id=call_id, tool_name="bash", args={"command": command})
+        ),
+        CanonicalMessage.request(ToolReturnPart(tool_call_id=call_id, tool_name="bash", content=output)),
     ]
 
 

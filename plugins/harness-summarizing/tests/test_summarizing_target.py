@@ -15,10 +15,14 @@ def _history(steps: int, size: int = 60, task: str = "fix the parser") -> list[C
     messages = [CanonicalMessage.request(SystemPromptPart("be brief"), UserPromptPart(task))]
     for i in range(steps):
         messages.append(
-            CanonicalMessage.response(ToolCallPart(f"c{i}", "bash", {"command": f"run step_{i}"}))
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{i}", tool_name="bash", args={"command": f"run step_{i}"})
+            )
         )
         messages.append(
-            CanonicalMessage.request(ToolReturnPart(f"c{i}", "bash", f"out {i} " + "word " * size))
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=f"c{i}", tool_name="bash", content=f"out {i} " + "word " * size)
+            )
         )
     return messages
 

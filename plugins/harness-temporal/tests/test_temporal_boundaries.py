@@ -64,7 +64,7 @@ def peek(ctx: RunContext) -> str:
 
 def _calls_then_reads(messages, info):
     if len(messages) == 1 or not any(p.part_kind == "tool-return" for m in messages for p in m.parts):
-        return CanonicalMessage.response(ToolCallPart("c1", "peek", {}))
+        return CanonicalMessage.response(ToolCallPart(tool_call_id="c1", tool_name="peek", args={}))
     returned = [p.content for m in messages for p in m.parts if p.part_kind == "tool-return"]
     return CanonicalMessage.response(TextPart(str(returned[-1])))
 

@@ -31,7 +31,9 @@ from harness.errors import WorkflowIncompatibleError
 
 
 def test_messages_parts_settings_and_tools_round_trip_through_json() -> None:
-    message = CanonicalMessage.response(TextPart("hi"), ToolCallPart("c1", "work", {"n": 1}))
+    message = CanonicalMessage.response(
+        TextPart("hi"), ToolCallPart(tool_call_id="c1", tool_name="work", args={"n": 1})
+    )
     assert decode_message(json.loads(json.dumps(encode_message(message)))) == message
     parts = (SystemPromptPart("be brief"), UserPromptPart("scoped"))
     assert decode_parts(json.loads(json.dumps(encode_parts(parts)))) == parts

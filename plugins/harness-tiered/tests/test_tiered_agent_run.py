@@ -35,7 +35,8 @@ async def test_tiered_stack_through_the_agent() -> None:
         if step > STEPS:
             return "Done."
         return CanonicalMessage.response(
-            TextPart(f"step {step}"), ToolCallPart(f"c{step}", "cat", {"path": f"f{step}"})
+            TextPart(f"step {step}"),
+            ToolCallPart(tool_call_id=f"c{step}", tool_name="cat", args={"path": f"f{step}"}),
         )
 
     tiered = TieredCompaction(

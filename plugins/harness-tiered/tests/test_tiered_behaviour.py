@@ -25,10 +25,16 @@ def history(steps: int, size: int = 400) -> list[CanonicalMessage]:
     messages = [CanonicalMessage.request(SystemPromptPart("sys"), UserPromptPart("the task"))]
     for i in range(steps):
         messages.append(
-            CanonicalMessage.response(ToolCallPart(f"c{i}", "read_file", {"path": f"f{i % 3}.py"}))
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{i}", tool_name="read_file", args={"path": f"f{i % 3}.py"})
+            )
         )
         messages.append(
-            CanonicalMessage.request(ToolReturnPart(f"c{i}", "read_file", f"file {i} " + "word " * size))
+            CanonicalMessage.request(
+                ToolReturnPart(
+                    tool_call_id=f"c{i}", tool_name="read_file", content=f"file {i} " + "word " * size
+                )
+            )
         )
     return messages
 

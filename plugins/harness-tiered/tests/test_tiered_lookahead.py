@@ -18,10 +18,14 @@ def _history(steps: int, size: int = 80) -> list[CanonicalMessage]:
     messages = [CanonicalMessage.request(SystemPromptPart("be brief"), UserPromptPart("the task"))]
     for i in range(steps):
         messages.append(
-            CanonicalMessage.response(ToolCallPart(f"c{i}", "bash", {"command": f"run step_{i}"}))
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{i}", tool_name="bash", args={"command": f"run step_{i}"})
+            )
         )
         output = f"<returncode>1</returncode>ValueError: step_{i} failed " + "word " * size
-        messages.append(CanonicalMessage.request(ToolReturnPart(f"c{i}", "bash", output)))
+        messages.append(
+            CanonicalMessage.request(ToolReturnPart(tool_call_id=f"c{i}", tool_name="bash", content=output))
+        )
     return messages
 
 

@@ -81,8 +81,16 @@ async def test_cheapest_tier_suffices_when_it_can() -> None:
     from harness.core import ToolCallPart, ToolReturnPart
 
     for i in range(10):
-        messages.append(CanonicalMessage.response(ToolCallPart(f"c{i}", "read_file", {"path": "big.py"})))
-        messages.append(CanonicalMessage.request(ToolReturnPart(f"c{i}", "read_file", "code line\n" * 300)))
+        messages.append(
+            CanonicalMessage.response(
+                ToolCallPart(tool_call_id=f"c{i}", tool_name="read_file", args={"path": "big.py"})
+            )
+        )
+        messages.append(
+            CanonicalMessage.request(
+                ToolReturnPart(tool_call_id=f"c{i}", tool_name="read_file", content="code line\n" * 300)
+            )
+        )
     ctx = RequestContext(messages=messages, token_counter=TokenCounter())
     before = ctx.count_tokens()
     await stack(before // 3).compact(ctx)

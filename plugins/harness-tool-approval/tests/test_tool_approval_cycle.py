@@ -39,7 +39,9 @@ HERE = Path(__file__).resolve()
 
 def calls(*specs: tuple[str, str, dict[str, Any]]) -> list[ToolCallPart]:
     """One response's tool calls, from ``(call_id, tool_name, args)``."""
-    return [ToolCallPart(call_id, name, dict(args)) for call_id, name, args in specs]
+    return [
+        ToolCallPart(tool_call_id=call_id, tool_name=name, args=dict(args)) for call_id, name, args in specs
+    ]
 
 
 def answers_in(message: CanonicalMessage) -> list[str]:
@@ -514,11 +516,11 @@ _DECISIONS = ("approve", "reject", "edit", "later")
 
 def _call_for(call_id: str, kind: str) -> ToolCallPart:
     if kind == "delete_file":
-        return ToolCallPart(call_id, "delete_file", {"path": f"{call_id}.txt"})
+        return ToolCallPart(tool_call_id=call_id, tool_name="delete_file", args={"path": f"{call_id}.txt"})
     if kind == "read_file":
-        return ToolCallPart(call_id, "read_file", {"path": f"{call_id}.txt"})
+        return ToolCallPart(tool_call_id=call_id, tool_name="read_file", args={"path": f"{call_id}.txt"})
     domain = "corp" if kind == "send_email_corp" else "ext"
-    return ToolCallPart(call_id, "send_email", {"to": f"{call_id}@{domain}"})
+    return ToolCallPart(tool_call_id=call_id, tool_name="send_email", args={"to": f"{call_id}@{domain}"})
 
 
 def _key(name: str, args: dict[str, Any]) -> str:

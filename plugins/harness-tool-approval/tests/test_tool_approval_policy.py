@@ -76,7 +76,7 @@ class Box:
 
 
 def remove(path: str = "x", call_id: str = "c1") -> list[ToolCallPart]:
-    return [ToolCallPart(call_id, "remove", {"path": path})]
+    return [ToolCallPart(tool_call_id=call_id, tool_name="remove", args={"path": path})]
 
 
 async def run_once(
@@ -156,7 +156,7 @@ async def test_a_require_that_raises_holds_the_call_and_says_why() -> None:
 
 async def test_an_unknown_tool_never_needs_approval_it_gets_the_retry_prompt() -> None:
     approval = ToolApproval(tools=["ghost"], require=lambda call: True)
-    result, box = await run_once(approval, [[ToolCallPart("c1", "ghost", {})]])
+    result, box = await run_once(approval, [[ToolCallPart(tool_call_id="c1", tool_name="ghost", args={})]])
     assert result.status == "completed"
     assert box.ran == []
     assert result.output is not None
@@ -201,7 +201,7 @@ async def test_an_approver_decides_in_process_without_pausing() -> None:
             *remove("a", "c1"),
             *remove("b", "c2"),
             *remove("c", "c3"),
-            *[ToolCallPart("c4", "look", {"path": "d"})],
+            *[ToolCallPart(tool_call_id="c4", tool_name="look", args={"path": "d"})],
         ]
     ]
     result, box = await run_once(ToolApproval(approver=approver), steps, remove=True)

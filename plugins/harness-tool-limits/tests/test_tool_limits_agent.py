@@ -87,7 +87,10 @@ def scripted(*batches: Sequence[ToolCallPart], answer: str = "done") -> Function
 def calls(
     tool: str, count: int, *, prefix: str = "c", args: dict[str, Any] | None = None
 ) -> list[ToolCallPart]:
-    return [ToolCallPart(f"{prefix}{i}", tool, args or {"query": f"q{i}"}) for i in range(count)]
+    return [
+        ToolCallPart(tool_call_id=f"{prefix}{i}", tool_name=tool, args=args or {"query": f"q{i}"})
+        for i in range(count)
+    ]
 
 
 def answers(messages: Sequence[CanonicalMessage]) -> dict[str, object]:
@@ -139,9 +142,9 @@ async def test_the_model_reads_the_block_message_in_its_next_request() -> None:
 
 async def test_a_per_run_limit_counts_every_tool_together() -> None:
     batches = [
-        [ToolCallPart("s1", "search", {"query": "a"})],
-        [ToolCallPart("f1", "fetch", {"url": "u"})],
-        [ToolCallPart("s2", "search", {"query": "b"})],
+        [ToolCallPart(tool_call_id="s1", tool_name="search", args={"query": "a"})],
+        [ToolCallPart(tool_call_id="f1", tool_name="fetch", args={"url": "u"})],
+        [ToolCallPart(tool_call_id="s2", tool_name="search", args={"query": "b"})],
     ]
     agent = Agent(scripted(*batches), tools=[search, fetch], capabilities=[ToolLimits(per_run=2)])
     result = await agent.run("go")
@@ -152,7 +155,10 @@ async def test_a_per_run_limit_counts_every_tool_together() -> None:
 
 
 async def test_the_tool_limit_is_checked_before_the_run_limit() -> None:
-    batches = [[ToolCallPart("s1", "search", {"query": "a"})], [ToolCallPart("s2", "search", {"query": "b"})]]
+    batches = [
+        [ToolCallPart(tool_call_id="s1", tool_name="search", args={"query": "a"})],
+        [ToolCallPart(tool_call_id="s2", tool_name="search", args={"query": "b"})],
+    ]
     hits: list[LimitHit] = []
 
     def message(hit: LimitHit) -> str:
@@ -166,7 +172,9 @@ async def test_the_tool_limit_is_checked_before_the_run_limit() -> None:
 
 
 async def test_tools_without_a_limit_run_freely() -> None:
-    batches = [[ToolCallPart(f"f{i}", "fetch", {"url": str(i)})] for i in range(4)]
+    batches = [
+        [ToolCallPart(tool_call_id=f"f{i}", tool_name="fetch", args={"url": str(i)})] for i in range(4)
+    ]
     agent = Agent(
         scripted(*batches), tools=[search, fetch], capabilities=[ToolLimits(per_tool={"search": 0})]
     )
@@ -186,11 +194,11 @@ async def test_a_zero_limit_forbids_the_tool() -> None:
 async def test_calls_with_invalid_arguments_are_not_counted() -> None:
     """They never run the tool: the model gets the core's retry prompt and the budget is intact."""
     batches = [
-        [ToolCallPart("bad1", "search", {"wrong": 1})],
-        [ToolCallPart("bad2", "search", "{not json")],
-        [ToolCallPart("ok1", "search", {"query": "a"})],
-        [ToolCallPart("ok2", "search", {"query": "b"})],
-        [ToolCallPart("over", "search", {"query": "c"})],
+        [ToolCallPart(tool_call_id="bad1", tool_name="search", args={"wrong": 1})],
+        [ToolCallPart(tool_call_id="bad2", tool_name="search", args="{not json")],
+        [ToolCallPart(tool_call_id="ok1", tool_name="search", args={"query": "a"})],
+        [ToolCallPart(tool_call_id="ok2", tool_name="search", args={"query": "b"})],
+        [ToolCallPart(tool_call_id="over", tool_name="search", args={"query": "c"})],
     ]
     agent = Agent(
         scripted(*batches),
@@ -206,7 +214,10 @@ async def test_calls_with_invalid_arguments_are_not_counted() -> None:
 
 
 async def test_a_call_to_an_unknown_tool_passes_through_uncounted() -> None:
-    batches = [[ToolCallPart("x", "nope", {})], [ToolCallPart("s", "search", {"query": "a"})]]
+    batches = [
+        [ToolCallPart(tool_call_id="x", tool_name="nope", args={})],
+        [ToolCallPart(tool_call_id="s", tool_name="search", args={"query": "a"})],
+    ]
     agent = Agent(scripted(*batches), tools=[search], capabilities=[ToolLimits(per_run=1)])
     result = await agent.run("go")
     assert "Unknown tool name: 'nope'" in str(answers(result.all_messages)["x"])
@@ -214,7 +225,7 @@ async def test_a_call_to_an_unknown_tool_passes_through_uncounted() -> None:
 
 
 async def test_failed_calls_count_unless_count_failed_is_false() -> None:
-    batches = [[ToolCallPart(f"f{i}", "flaky", {"n": i})] for i in range(3)]
+    batches = [[ToolCallPart(tool_call_id=f"f{i}", tool_name="flaky", args={"n": i})] for i in range(3)]
     result = await Agent(
         scripted(*batches),
         tools=[flaky],
@@ -234,7 +245,10 @@ async def test_failed_calls_count_unless_count_failed_is_false() -> None:
 
 
 async def test_a_retry_the_tool_asks_for_counts_since_the_tool_ran() -> None:
-    batches = [[ToolCallPart("p1", "picky", {"n": 1})], [ToolCallPart("p2", "picky", {"n": 2})]]
+    batches = [
+        [ToolCallPart(tool_call_id="p1", tool_name="picky", args={"n": 1})],
+        [ToolCallPart(tool_call_id="p2", tool_name="picky", args={"n": 2})],
+    ]
     result = await Agent(
         scripted(*batches), tools=[picky], capabilities=[ToolLimits(per_tool={"picky": 1})]
     ).run("go")
@@ -258,7 +272,14 @@ async def test_counts_are_per_run_and_start_again_in_the_next_run() -> None:
 
     def model(prompt_calls: int) -> FunctionModel:
         return scripted(
-            *[[ToolCallPart(f"r{prompt_calls}-{i}", "counted", {"query": str(i)})] for i in range(2)]
+            *[
+                [
+                    ToolCallPart(
+                        tool_call_id=f"r{prompt_calls}-{i}", tool_name="counted", args={"query": str(i)}
+                    )
+                ]
+                for i in range(2)
+            ]
         )
 
     session = Session()
@@ -291,7 +312,9 @@ async def test_parallel_calls_in_one_response_are_counted_one_by_one() -> None:
         ran.append(query)
         return query
 
-    batch = [ToolCallPart(f"p{i}", "slow_search", {"query": f"q{i}"}) for i in range(6)]
+    batch = [
+        ToolCallPart(tool_call_id=f"p{i}", tool_name="slow_search", args={"query": f"q{i}"}) for i in range(6)
+    ]
     agent = Agent(
         scripted(batch),
         tools=[slow_search],
@@ -346,7 +369,10 @@ async def test_stop_mode_raises_after_saving_a_valid_resumable_history(tmp_path:
 
 
 async def test_stop_mode_on_the_run_limit_names_it() -> None:
-    batches = [[ToolCallPart("a", "search", {"query": "a"})], [ToolCallPart("b", "fetch", {"url": "b"})]]
+    batches = [
+        [ToolCallPart(tool_call_id="a", tool_name="search", args={"query": "a"})],
+        [ToolCallPart(tool_call_id="b", tool_name="fetch", args={"url": "b"})],
+    ]
     agent = Agent(
         scripted(*batches), tools=[search, fetch], capabilities=[ToolLimits(per_run=1, on_limit="stop")]
     )
@@ -397,9 +423,9 @@ async def test_notes_say_when_a_call_is_blocked_or_taken_back() -> None:
             return result
 
     batches = [
-        [ToolCallPart("bad", "search", {"wrong": 1})],
-        [ToolCallPart("ok", "search", {"query": "a"})],
-        [ToolCallPart("over", "search", {"query": "b"})],
+        [ToolCallPart(tool_call_id="bad", tool_name="search", args={"wrong": 1})],
+        [ToolCallPart(tool_call_id="ok", tool_name="search", args={"query": "a"})],
+        [ToolCallPart(tool_call_id="over", tool_name="search", args={"query": "b"})],
     ]
     agent = Agent(
         scripted(*batches), tools=[search], capabilities=[Outer(), ToolLimits(per_tool={"search": 1})]
@@ -451,7 +477,10 @@ async def test_with_tool_approval_held_calls_are_counted_when_they_run() -> None
         ran.append(f"send:{to}")
         return f"sent to {to}"
 
-    batch = [ToolCallPart("m1", "send", {"to": "ann"}), ToolCallPart("m2", "send", {"to": "bob"})]
+    batch = [
+        ToolCallPart(tool_call_id="m1", tool_name="send", args={"to": "ann"}),
+        ToolCallPart(tool_call_id="m2", tool_name="send", args={"to": "bob"}),
+    ]
     agent = Agent(
         scripted(batch),
         tools=[send],

@@ -79,7 +79,11 @@ async def test_no_tool_runs_more_often_than_its_limit_and_every_call_is_answered
             return CanonicalMessage.response(TextPart("done"))
         return CanonicalMessage.response(
             *(
-                ToolCallPart(call_id, tool, {"n": int(call_id[1:])} if valid else {"wrong": "x"})
+                ToolCallPart(
+                    tool_call_id=call_id,
+                    tool_name=tool,
+                    args={"n": int(call_id[1:])} if valid else {"wrong": "x"},
+                )
                 for call_id, tool, valid in batch
             )
         )
