@@ -283,10 +283,6 @@ class PartFieldError(MessageError):
         self.reason = reason
         super().__init__(f"{part}.{field} {reason}")
 
-    def __reduce__(self) -> tuple[type[PartFieldError], tuple[str, str, str]]:
-        """Pickle with the structured attributes (for process pools)."""
-        return (type(self), (self.part, self.field, self.reason))
-
 
 class WireFormatError(HarnessError, ValueError):
     """A document could not be read as a message history.

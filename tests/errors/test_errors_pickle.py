@@ -59,6 +59,7 @@ EXAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "ModelResponseError": (("not a response",), {"model_name": "m"}),
     "ModelTimeoutError": (("openai", "timed out"), {"attempts": 2}),
     "ModelUnavailableError": (("anthropic", "overloaded"), {"status_code": 529}),
+    "PartFieldError": (("ToolCallPart", "args", "must be a mapping"), {}),
     "PlotUnavailableError": (("install matplotlib",), {}),
     "PluginLoadWarning": (("plugin 'x' failed; skipped",), {"plugin_name": "plugin.x", "distribution": "x"}),
     "PluginLoadError": (
