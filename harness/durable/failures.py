@@ -98,6 +98,10 @@ def failure_to_json(exc: BaseException) -> dict[str, Any] | None:
         return None
     data: dict[str, Any] = {"type": f"{module}:{kind.__qualname__}", "args": args, "form": _FORM}
     state: object = reduced[2] if len(reduced) > 2 else None
+    if state is None:  # a class with its own __reduce__ (constructor arguments): its attributes
+        local: object = getattr(exc, "_process_local", None)
+        skip = cast(frozenset[str], local) if isinstance(local, frozenset) else frozenset[str]()
+        state = {k: v for k, v in vars(exc).items() if k not in skip}
     if isinstance(state, dict):
         kept: dict[str, object] = {}
         for key, value in cast(dict[object, object], state).items():

@@ -10,6 +10,7 @@ one is covered by the ``--no-such-option`` case without being listed here.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import click
 import pytest
+from click.testing import CliRunner
 
 from harness.cli import cli
 
@@ -214,3 +216,32 @@ def test_stats_reports_each_bad_file_and_goes_on(tmp_path: Path, env: dict[str, 
         (str(bad), "HistoryFileError"),
         (str(empty), "HistoryFileError"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("where", "level"),
+    [
+        (["-v", "stats"], logging.INFO),
+        (["stats", "-v"], logging.INFO),
+        (["stats", "-vv"], logging.DEBUG),
+        (["stats", "--quiet"], logging.ERROR),
+        (["sessions", "list", "-v"], logging.INFO),
+    ],
+)
+def test_global_options_work_after_the_subcommand_too(
+    tmp_path: Path, env: dict[str, str], where: list[str], level: int
+) -> None:
+    history = tmp_path / "h.json"
+    history.write_text('[{"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "hi"}]}]')
+    logger = logging.getLogger("harness")
+    before = (logger.level, list(logger.handlers))
+    extra = [str(history)] if "stats" in where else []
+    try:
+        result = CliRunner(env=env).invoke(cli, [*where, *extra])
+        assert result.exit_code == 0, result.output
+        assert logger.level == level
+    finally:
+        logger.setLevel(before[0])
+        for handler in list(logger.handlers):
+            if handler not in before[1]:
+                logger.removeHandler(handler)
