@@ -60,7 +60,6 @@ EXAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "ModelResponseError": (("not a response",), {"model_name": "m"}),
     "ModelTimeoutError": (("openai", "timed out"), {"attempts": 2}),
     "ModelUnavailableError": (("anthropic", "overloaded"), {"status_code": 529}),
-    "PartFieldError": (("ToolCallPart", "tool_name", "must be a string, got object"), {}),
     "PlotUnavailableError": (("install matplotlib",), {}),
     "PluginLoadWarning": (("plugin 'x' failed; skipped",), {"plugin_name": "plugin.x", "distribution": "x"}),
     "PluginLoadError": (
