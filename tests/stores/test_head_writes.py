@@ -127,6 +127,12 @@ def test_a_step_does_not_rewrite_a_large_unchanged_metadata_in_a_file_store(tmp_
     steps(reopened, 1)
     assert Session.open(JsonFileStore(folder), "big").metadata == {"pasted": "short now"}
     assert JsonFileStore(folder).head("big").revision == STEPS + 2
+    (replaced,) = folder.glob("*.metadata.*")  # the old file is gone with the commit that replaced it
+    assert json.loads(replaced.read_bytes()) == {"pasted": "short now"}
+    reopened.metadata.clear()
+    steps(reopened, 1)
+    assert list(folder.glob("*.metadata.*")) == []  # an empty metadata has no file
+    assert JsonFileStore(folder).head("big").metadata == {}
 
 
 def test_a_format_1_sidecar_with_its_metadata_inline_still_loads_and_moves_it_out(tmp_path: Path) -> None:
