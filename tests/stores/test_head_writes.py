@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from harness.core.messages import CanonicalMessage, TextPart, UserPromptPart
+from harness.errors import SessionStoreError
 from harness.session import Session
 from harness.stores.jsonfile import JsonFileStore
 from harness.stores.sqlite import SqliteStore
@@ -171,3 +175,22 @@ def test_a_format_1_sidecar_with_its_metadata_inline_still_loads_and_moves_it_ou
     assert fresh.delete("old")
     assert fresh.delete("copy")
     assert sorted(p.name for p in folder.iterdir()) == [".harness-store.lock"]
+
+
+def test_a_metadata_file_left_by_a_killed_commit_is_ignored_a_missing_one_named(tmp_path: Path) -> None:
+    """A metadata file no sidecar names (a killed commit's) is never read; a named one must exist."""
+    folder = tmp_path / "files"
+    store = JsonFileStore(folder)
+    session = new_session(store, [], session_id="s", metadata={"v": 1})
+    steps(session, 1)
+    (committed,) = folder.glob("*.metadata.*")
+    stray = committed.with_name(committed.name.rpartition(".")[0] + ".0123456789ab")
+    stray.write_text('{"v": 2}')  # written by a commit killed before its sidecar replaced the old one
+    assert JsonFileStore(folder).head("s").metadata == {"v": 1}
+    steps(Session.open(JsonFileStore(folder), "s"), 1)
+    assert JsonFileStore(folder).head("s").metadata == {"v": 1}
+    committed.unlink()
+    with pytest.raises(SessionStoreError, match=re.escape(f"{committed.name} is missing")):
+        JsonFileStore(folder).head("s")
+    assert JsonFileStore(folder).delete("s")
+    assert sorted(p.name for p in folder.iterdir()) == [".harness-store.lock"]  # the stray file too
