@@ -64,7 +64,7 @@ def test_every_corpus_file(corpus_file: Path, record_property: Callable[[str, ob
 async def test_through_compact_with_and_without_force() -> None:
     messages = history(6)
     cap = ClearToolResults(max_messages=100, keep_pairs=2)
-    idle = await compact(messages, [cap])
+    idle = await compact(messages, [cap], force=False)
     assert not idle.changed
     assert idle.messages == messages
     forced = await compact(messages, [cap], force=True)
@@ -76,7 +76,7 @@ async def test_through_compact_with_and_without_force() -> None:
     assert forced.tokens_after < forced.tokens_before
     assert check_invariants(forced.messages) == []
     assert messages == history(6)  # the input is never mutated
-    triggered = await compact(messages, [ClearToolResults(max_messages=5, keep_pairs=2)])
+    triggered = await compact(messages, [ClearToolResults(max_messages=5, keep_pairs=2)], force=False)
     assert [e.cleared_tool_call_ids for e in triggered.events] == [("c0", "c1", "c2", "c3")]
 
 

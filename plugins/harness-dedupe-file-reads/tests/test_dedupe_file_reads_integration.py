@@ -96,13 +96,13 @@ def test_the_corpus_repeats_reads() -> None:
 
 async def test_through_compact_with_and_without_force() -> None:
     messages = reads(["a.py", "b.py", "a.py"])
-    idle = await compact(messages, [DeduplicateFileReads(max_messages=100)])
+    idle = await compact(messages, [DeduplicateFileReads(max_messages=100)], force=False)
     assert not idle.changed
     forced = await compact(messages, [DeduplicateFileReads(max_messages=100)], force=True)
     [event] = forced.events
     assert event.reason == "forced"
     assert event.cleared_tool_call_ids == ("c0",)
-    untriggered = await compact(messages, [DeduplicateFileReads()])
+    untriggered = await compact(messages, [DeduplicateFileReads()], force=False)
     assert untriggered.events[0].cleared_tool_call_ids == ("c0",)
     assert untriggered.tokens_after < untriggered.tokens_before
     assert messages == reads(["a.py", "b.py", "a.py"])
