@@ -419,11 +419,12 @@ class PluginManager(Middleware):
         """
         return self._decide("resolve_model", None, model_string=model_string)
 
-    def resolve_store(self, url: str) -> object | None:
+    def resolve_store(self, url: str, *, read_only: bool = False) -> object | None:
         """Ask the ``resolve_store`` hook, in pluggy's order; ``None`` when no plugin answers.
 
         The answer is returned as is (:func:`harness.stores.open_store` checks it). Only
-        registered plugins answer: call :meth:`load_entrypoint_plugins` first.
+        registered plugins answer: call :meth:`load_entrypoint_plugins` first. ``read_only``
+        is passed to the implementations that name it.
 
         Raises:
             SessionStoreError: A plugin's store cannot be used (passed through unchanged).
@@ -432,7 +433,8 @@ class PluginManager(Middleware):
         """
         impls = self._pm.hook.resolve_store.get_hookimpls()[::-1]  # pluggy's order
         passthrough = (SessionStoreError, StoreResolutionError)
-        return decide(impls, {"url": url}, "resolve_store", trace=self._trace, passthrough=passthrough)
+        kwargs = {"url": url, "read_only": read_only}
+        return decide(impls, kwargs, "resolve_store", trace=self._trace, passthrough=passthrough)
 
     def resolve_engine(self, name: str) -> object | None:
         """The ``resolve_engine`` hook's worker command for engine ``name`` (``None``: no plugin knows it).

@@ -421,10 +421,10 @@ def resolve_model(model_string: str) -> Model | None:
 
 
 @hookspec(firstresult=True)
-def resolve_store(url: str) -> SessionStore | None:
+def resolve_store(url: str, read_only: bool) -> SessionStore | None:
     """Open the session store a URL names, such as ``"postgresql://app@db/agents"``.
 
-    Signature: ``resolve_store(url: str) -> SessionStore | None``
+    Signature: ``resolve_store(url: str, read_only: bool) -> SessionStore | None``
 
     Called by :func:`harness.stores.open_store` when it is given a plugin manager (as
     ``harness.open_store``, ``harness run --store`` and ``harness sessions --store`` do),
@@ -446,6 +446,9 @@ def resolve_store(url: str) -> SessionStore | None:
 
     Args:
         url: The URL as the user wrote it, stripped of surrounding blanks.
+        read_only: The caller only reads (``harness sessions list``...): open a store that
+            exists already, create and migrate nothing, and refuse writes; a missing store
+            raises ``SessionStoreError``. An implementation may leave this argument out.
     """
 
 

@@ -128,6 +128,6 @@ class SessionStore(Protocol):
 class StoreResolver(Protocol):
     """Anything that answers the ``resolve_store`` hook (a :class:`~harness.hooks.manager.PluginManager`)."""
 
-    def resolve_store(self, url: str) -> object | None:
-        """The store for ``url``, or ``None`` when no plugin knows the scheme."""
+    def resolve_store(self, url: str, *, read_only: bool = False) -> object | None:
+        """The store for ``url`` (read-only with ``read_only``); ``None``: no plugin knows the scheme."""
         ...

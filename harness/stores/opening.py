@@ -56,7 +56,8 @@ def open_store(
 
     With ``read_only`` (what read-only commands such as ``harness sessions list`` use), a
     built-in store must exist already and is opened for reading: no folder, database or
-    lock file is created, and a write raises. A plugin's store opens as the plugin opens it.
+    lock file is created, and a write raises. The hook gets ``read_only`` too
+    (``harness-postgres`` then creates no schema or table and refuses writes).
 
     Raises:
         StoreResolutionError: No plugin and no built-in store understands the URL, or a
@@ -72,7 +73,7 @@ def open_store(
     if "://" not in text:
         text = store_url(text, scheme)
     if plugin_manager is not None:
-        answer = plugin_manager.resolve_store(text)
+        answer = plugin_manager.resolve_store(text, read_only=read_only)
         if answer is not None:
             if not isinstance(answer, SessionStore):
                 raise StoreResolutionError(

@@ -132,3 +132,21 @@ def test_session_id_error_round_trips_through_pickle() -> None:
     copy = pickle.loads(pickle.dumps(error))
     assert type(copy) is SessionIdError
     assert (copy.session_id, copy.reason, str(copy)) == (error.session_id, error.reason, str(error))
+
+
+def test_acreate_refuses_an_id_taken_through_the_sync_api_and_changes_nothing(tmp_path: Path) -> None:
+    sync = open_store(f"sqlite:///{tmp_path / 's.db'}")
+    first = Session.create(store=sync, session_id="shared")
+    Agent(TestModel(final_text="one")).run_sync("hi", session=first)
+
+    async def main() -> None:
+        for store in (sync, ThreadedStore(sync)):  # a sync store is read off the loop as well
+            with pytest.raises(SessionConflictError, match="already exists") as caught:
+                await Session.acreate(store=store, session_id="shared")
+            assert caught.value.actual == first.revision
+
+    try:
+        asyncio.run(main())
+        assert [(h.session_id, h.revision) for h in sync.list_sessions()] == [("shared", first.revision)]
+    finally:
+        sync.close()

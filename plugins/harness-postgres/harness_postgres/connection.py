@@ -48,6 +48,8 @@ class Link:
         application_name: Shown in ``pg_stat_activity`` unless the connection string sets one.
         synchronous_commit: ``None`` keeps the server's setting; otherwise the value to set
             for this connection (``"off"`` for ``durability="normal"``).
+        read_only: Every transaction of the connection is read-only (the server refuses
+            DDL and writes: ``default_transaction_read_only``).
     """
 
     def __init__(
@@ -59,6 +61,7 @@ class Link:
         lock_timeout: float,
         application_name: str,
         synchronous_commit: str | None = None,
+        read_only: bool = False,
     ) -> None:
         given = conninfo_to_dict(conninfo)
         extra: dict[str, Any] = {}
@@ -71,6 +74,7 @@ class Link:
         self.url = url
         self.lock_timeout = lock_timeout
         self.synchronous_commit = synchronous_commit
+        self.read_only = read_only
         self.lock = threading.RLock()
         self._conn: Connection | None = None
         self.closed = False
@@ -88,11 +92,13 @@ class Link:
         try:
             conn.execute(
                 b"SELECT set_config('TimeZone', 'UTC', false), set_config('lock_timeout', %s, false), "
-                b"CASE WHEN %s::text IS NULL THEN NULL ELSE set_config('synchronous_commit', %s, false) END",
+                b"CASE WHEN %s::text IS NULL THEN NULL ELSE set_config('synchronous_commit', %s, false) END, "
+                b"set_config('default_transaction_read_only', %s, false)",
                 (
                     f"{max(1, round(self.lock_timeout * 1000))}ms",
                     self.synchronous_commit,
                     self.synchronous_commit,
+                    "on" if self.read_only else "off",
                 ),
             )
         except psycopg.Error as exc:

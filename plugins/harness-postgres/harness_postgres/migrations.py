@@ -10,7 +10,7 @@ lock, so two processes opening a new store at the same moment migrate it once.
 
 from __future__ import annotations
 
-__all__ = ["ensure_schema", "schema_version"]
+__all__ = ["check_schema", "ensure_schema", "schema_version"]
 
 from typing import Any
 
@@ -67,6 +67,28 @@ def _refuse(url: str, schema: str, version: int | None, relations: int) -> None:
             f"schema {schema!r} holds {relations} tables but no schema_migrations table: it is not a harness "
             "session store; refusing to change it (choose another schema)",
         )
+
+
+def check_schema(conn: psycopg.Connection[Any], schema: str, url: str) -> int:
+    """Check, writing nothing, that ``schema`` holds a store of :data:`SCHEMA_VERSION` (a read-only open).
+
+    Raises:
+        SessionStoreError: The schema holds no harness store (nothing was created), one of
+            another version (an older one is migrated by a writable open), or something else.
+    """
+    _, version, relations = _inspect(conn, schema)
+    _refuse(url, schema, version, relations)
+    if version is None or version == 0:
+        raise SessionStoreError(
+            url, f"no harness store here (schema {schema!r} has no session tables); nothing was created"
+        )
+    if version < SCHEMA_VERSION:
+        raise SessionStoreError(
+            url,
+            f"schema {schema!r} holds a session store of version {version}, older than this release reads "
+            f"({SCHEMA_VERSION}), and a read-only open migrates nothing; open it once for writing to migrate",
+        )
+    return version
 
 
 def ensure_schema(conn: psycopg.Connection[Any], schema: str, url: str) -> int:

@@ -15,17 +15,18 @@ from harness_postgres.store import PostgresStore
 
 
 @hookimpl
-def resolve_store(url: str) -> PostgresStore | None:
+def resolve_store(url: str, read_only: bool) -> PostgresStore | None:
     """A :class:`PostgresStore` for a ``postgresql://`` / ``postgres://`` URL; ``None`` for any other.
 
-    ``?schema=name`` in the URL picks the PostgreSQL schema (default ``harness``).
+    ``?schema=name`` in the URL picks the PostgreSQL schema (default ``harness``). With
+    ``read_only`` the store must exist and is opened for reading only (no DDL, no write).
 
     Raises:
         StoreResolutionError: The URL does not parse or names an invalid schema.
         SessionStoreError: The server cannot be reached, or the schema is newer or not
-            a session store.
+            a session store (with ``read_only``: or holds no store yet).
     """
     scheme, sep, _ = url.partition("://")
     if not sep or scheme.lower() not in SCHEMES:
         return None
-    return PostgresStore(url)
+    return PostgresStore(url, read_only=read_only)

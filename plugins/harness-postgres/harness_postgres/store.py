@@ -60,7 +60,7 @@ from harness.stores.rows import (
 )
 from harness_postgres.connection import Attempt, Connection, Link
 from harness_postgres.dsn import parse_target
-from harness_postgres.migrations import ensure_schema
+from harness_postgres.migrations import check_schema, ensure_schema
 from harness_postgres.search import tsquery
 from harness_postgres.statements import HEAD_COLUMNS, Statements
 from harness_postgres.text import ascii_json, escape, unescape
@@ -149,13 +149,18 @@ class PostgresStore:
             the WAL is flushed, which survives any crash of the client (a killed agent) and
             a clean server restart, but a server crash or power cut may lose the last few
             hundred milliseconds of checkpoints. Revision checks are exact either way.
+        read_only: Open an existing store for reading only (what ``harness sessions list``
+            and the other read-only commands use): no schema, table or migration is created,
+            the connection's transactions are read-only, and every write raises
+            :class:`~harness.errors.SessionStoreError`.
 
     Raises:
         StoreResolutionError: ``dsn`` is not a PostgreSQL connection string, or its
             ``schema`` parameter is invalid or contradicts ``schema``.
         ValueError: ``schema`` is not a valid name.
         SessionStoreError: The server cannot be reached, or the schema is of a newer
-            version or holds something else (nothing is written then).
+            version or holds something else (nothing is written then). With
+            ``read_only``, also: the schema holds no store yet, or an older one.
     """
 
     def __init__(
@@ -167,6 +172,7 @@ class PostgresStore:
         lock_timeout: float = 30.0,
         application_name: str = "harness",
         durability: Durability = "full",
+        read_only: bool = False,
     ) -> None:
         if durability not in ("full", "normal"):
             raise ValueError(f"durability must be 'full' or 'normal', got {durability!r}")
@@ -181,9 +187,13 @@ class PostgresStore:
             lock_timeout=lock_timeout,
             application_name=application_name,
             synchronous_commit="off" if durability == "normal" else None,
+            read_only=read_only,
         )
+        self.read_only = read_only
+        """Whether the store was opened for reading only (writes raise)."""
+        prepare = check_schema if read_only else ensure_schema
         try:
-            self._link.run("prepare the schema", lambda conn, _: ensure_schema(conn, self.schema, self._url))
+            self._link.run("prepare the schema", lambda conn, _: prepare(conn, self.schema, self._url))
         except BaseException:
             self._link.close()
             raise
@@ -198,9 +208,14 @@ class PostgresStore:
     def __repr__(self) -> str:
         return f"PostgresStore({self._url!r})"
 
+    def _writable(self, session_id: str | None = None) -> None:
+        if self.read_only:
+            raise SessionStoreError(self._url, "the store was opened read-only", session_id=session_id)
+
     def commit(self, checkpoint: Checkpoint) -> int:
         """Write ``checkpoint`` in one transaction (see :class:`~harness.session.store.SessionStore`)."""
         sid = checkpoint.head.session_id
+        self._writable(sid)
 
         def write(conn: Connection, attempt: Attempt) -> int:
             if checkpoint.base_revision == 0:
@@ -383,6 +398,7 @@ class PostgresStore:
     def fork(self, session_id: str, new_session_id: str) -> SessionHead:
         """Copy a session under a new id on the server (``INSERT ... SELECT``), all its rows included."""
         sql = self._sql
+        self._writable(new_session_id)
 
         def copy(conn: Connection, attempt: Attempt) -> SessionHead:
             with conn.pipeline():
@@ -421,6 +437,7 @@ class PostgresStore:
 
     def delete(self, session_id: str) -> bool:
         """Delete a session with its log (one statement; the rows cascade); ``False`` when there was none."""
+        self._writable(session_id)
 
         def drop(conn: Connection, attempt: Attempt) -> bool:
             attempt.committing = True
@@ -447,6 +464,8 @@ class PostgresStore:
         revision) is left alone, since it is no longer old. ``dry_run`` with ``drop_log``
         also counts the log messages that would be dropped.
         """
+        if not dry_run:
+            self._writable()
         heads = self.list_sessions()
         old = prune_plan(heads, keep_last=keep_last, newer_than=newer_than)
         revisions = {h.session_id: h.revision for h in heads}
@@ -522,6 +541,7 @@ class PostgresStore:
 
     def take_lease(self, session_id: str, holder: LeaseHolder) -> None:
         """Take the session's run lease, under the session's advisory lock (see ``LeasingStore``)."""
+        self._writable(session_id)
 
         def take(conn: Connection, attempt: Attempt) -> None:
             with conn.pipeline():
@@ -546,6 +566,7 @@ class PostgresStore:
 
     def drop_lease(self, session_id: str, token: str) -> None:
         """Drop the session's run lease if ``token`` holds it."""
+        self._writable(session_id)
 
         def drop(conn: Connection, attempt: Attempt) -> None:
             attempt.committing = True

@@ -37,7 +37,7 @@ def test_the_entry_point_registers_the_module_as_a_plugin() -> None:
 
 def test_other_schemes_are_left_to_other_stores() -> None:
     for url in ("sqlite:///x.db", "file:///tmp/x", "mysql://h/db", "postgresql-ish://h", "/plain/path"):
-        assert resolver.resolve_store(url) is None
+        assert resolver.resolve_store(url, read_only=False) is None
 
 
 def test_store_errors_pass_through_open_store_unwrapped() -> None:

@@ -79,14 +79,14 @@ def _long_history(steps: int) -> list[CanonicalMessage]:
 async def test_through_harness_compact_with_and_without_force() -> None:
     history = _long_history(30)
     window = SlidingWindow(max_messages=80, keep_messages=10)
-    idle = await compact(history, [window])
+    idle = await compact(history, [window], force=False)  # triggers only: under max_messages, nothing to do
     assert not idle.changed
     assert idle.messages == history
-    forced = await compact(history, [window], force=True)
+    forced = await compact(history, [window])  # forced by default, as harness compact is
     assert forced.changed
     assert forced.events[0].reason == "forced"
     assert len(forced.messages) == 11
-    triggered = await compact(history, [SlidingWindow(max_messages=40, keep_messages=10)])
+    triggered = await compact(history, [SlidingWindow(max_messages=40, keep_messages=10)], force=False)
     assert triggered.events[0].reason == "63 messages > max_messages 40"
     assert [m.parts for m in triggered.messages] == [m.parts for m in forced.messages]
     assert history[0].parts[0] is not forced.messages[0].parts[0]  # marked copy

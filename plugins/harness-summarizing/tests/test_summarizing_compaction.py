@@ -421,7 +421,9 @@ async def test_public_compact_api_with_force_and_trigger() -> None:
     assert forced.events[0].strategy == "summarizing"
     assert forced.tokens_after < forced.tokens_before
     assert messages == history(12)  # the input is not mutated
-    idle = await compact(messages, [SummarizingCompaction(keep_messages=4)])
+    idle = await compact(messages, [SummarizingCompaction(keep_messages=4)], force=False)
     assert not idle.changed  # no trigger configured: idle unless forced
-    triggered = await compact(messages, [SummarizingCompaction(max_messages=10, keep_messages=4)])
+    triggered = await compact(
+        messages, [SummarizingCompaction(max_messages=10, keep_messages=4)], force=False
+    )
     assert triggered.changed
