@@ -4,7 +4,7 @@ The README's demo, replay and "Which stack should I use?" figures sit between
 ``<!-- readme-figures:NAME -->`` and ``<!-- /readme-figures:NAME -->`` markers; this script runs
 the command behind each one (``harness demo --json --no-store``, ``harness demo --no-store`` for
 the example output block, ``harness replay FILE --budget 32000 --json``, one
-``harness eval CORPUS --json`` for both "Which stack" regions), renders the region from what it
+``harness eval CORPUS --json`` for the "Which stack" regions), renders the region from what it
 printed, and rewrites it in place::
 
     python benchmarks/readme_figures.py            # rewrite the README's figures
@@ -206,6 +206,41 @@ def _render_table(report: Mapping[str, Any]) -> str:
     return lead + "\n\n" + "\n".join(lines)
 
 
+def _yes(met: bool) -> str:
+    return "yes" if met else "no"
+
+
+def _times(ratio: float) -> str:
+    return "\u00d7" + f"{ratio:.1f}".removesuffix(".0")  # the multiplication sign
+
+
+def _render_goals(report: Mapping[str, Any]) -> str:
+    """The goals table: "before this work" is the stack measured at its start (fixed), "now" is measured."""
+    small, middle = _row(report, "tiered", 8000), _row(report, "tiered", 16000)
+    older = [100 * row["recall"]["older_continuation"]["recall"] for row in (small, middle)]
+    errors = [100 * row["recall"]["error"]["recall"] for row in (small, middle)]
+    cost = small["cost"]["anthropic"]
+    kept = _all_kept(report) and report["invalid_contexts"] == 0
+    avoidable = small["over_budget"] - small["over_budget_unavoidable"]
+    unavoidable = "all unavoidable" if avoidable == 0 else f"{avoidable} avoidable"
+    doubled = errors[0] >= 2 * 12.0 and errors[1] >= 2 * 23.6
+    rows = [
+        "| goal | before this work | now | met? |",
+        "|---|---:|---:|---|",
+        "| 8,000: older continuation ≥ 85 % at a cost ≤ today's | 74.9 % at 1.50M | "
+        f"{older[0]:.1f} % at {_millions(cost)} | "
+        f"recall {_yes(older[0] >= 85)}, cost {_yes(cost <= 1.50e6)} |",
+        f"| 16,000: older continuation ≥ 94 % | 86.5 % | {older[1]:.1f} % | {_yes(older[1] >= 94)} |",
+        "| error recall at least doubled | 12.0 % / 23.6 % (8k / 16k) | "
+        f"{errors[0]:.1f} % / {errors[1]:.1f} % | "
+        f"{_yes(doubled)} ({_times(errors[0] / 12.0)}, {_times(errors[1] / 23.6)}) |",
+        f"| 0 invalid contexts; task and constraint recall 100 % | yes | {_yes(kept)} | {_yes(kept)} |",
+        "| no request over budget a stack could have brought under it | 14 at 8k | "
+        f"{small['over_budget']} at 8k, {unavoidable} | {_yes(avoidable == 0)} |",
+    ]
+    return "\n".join(rows)
+
+
 def _bold(text: str) -> str:
     return f"**{text}**"
 
@@ -245,6 +280,7 @@ REGIONS = (
     Region("replay-astroid", _astroid, _render_astroid),
     Region("which-stack-choice", _eval, _render_choice),
     Region("which-stack-table", _eval, _render_table, wrap=False),
+    Region("which-stack-goals", _eval, _render_goals, wrap=False),
 )
 
 

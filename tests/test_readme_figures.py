@@ -104,6 +104,20 @@ def test_a_which_stack_figure_that_drifts_fails_the_check(
     assert figures.check(figures.update(wrong, only), only) == []
 
 
+def test_a_goal_met_that_is_no_longer_met_fails_the_check(
+    figures: Any, measured: dict[str, str | None]
+) -> None:
+    goals = measured["which-stack-goals"]
+    if goals is None:
+        pytest.skip("the transcript corpus is not present (HARNESS_CORPUS)")
+    only = {"which-stack-goals": goals}
+    row = next(line for line in goals.splitlines() if line.startswith("| 16,000: older continuation"))
+    wrong = _drifted(_readme(), "which-stack-goals", row, row.rsplit("|", 2)[0] + "| maybe |")
+    assert figures.check(wrong, only) == [
+        "which-stack-goals: the README's wording differs from what the command prints"
+    ]
+
+
 def test_without_the_corpus_the_which_stack_figures_are_skipped(
     figures: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -113,7 +127,7 @@ def test_without_the_corpus_the_which_stack_figures_are_skipped(
         dataclasses.replace(r, run=uncached) for r in figures.REGIONS if r.name.startswith("which-stack")
     )
     rendered = figures.measure(regions)
-    assert rendered == {"which-stack-choice": None, "which-stack-table": None}
+    assert rendered == {"which-stack-choice": None, "which-stack-table": None, "which-stack-goals": None}
     text = _readme()
     assert figures.check(text, rendered, regions) == []
     assert figures.update(text, rendered) == text
