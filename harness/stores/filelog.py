@@ -9,13 +9,17 @@ For a session ``<stem>`` (``<project_id>_<session_id>``) in the store's folder:
   e.g. one holding a line break, is written as ``{"seq":N,"raw":"<body as a string>"}``);
 * ``<stem>.meta.jsonl``, the **journal**: ``{"thought": ...}``, ``{"ledger": {...}}`` and
   ``{"edit": {...}}`` lines, in commit order (the last ledger line of a call wins);
-* ``<stem>.state``, the **sidecar**: the head, the view's entries (a log seq, or an overlay
-  with its body and source), and how many bytes of the log and the journal are committed.
+* ``<stem>.state``, the **sidecar**: the head without its metadata, the view's entries (a
+  log seq, or an overlay with its body and source), how many bytes of the log and the
+  journal are committed, and the name of the metadata file;
+* ``<stem>.metadata.<id>``, the head's **metadata** (:mod:`harness.stores.filemeta`),
+  written to a new name only when a checkpoint changes it. Sidecars of format 1 hold the
+  metadata inline and are read as they are.
 
 Both ``.jsonl`` files are only appended to, and only their committed prefix (the lengths
 the sidecar names) is ever read: a torn last line or lines a crashed commit wrote past
 it are ignored, and cut off by the next commit. The sidecar is replaced atomically, and
-that replacement is the commit.
+that replacement is the commit (a metadata file it does not name yet is a leftover).
 """
 
 from __future__ import annotations
@@ -57,8 +61,8 @@ from harness.stores.rows import (
     ledger_to_row,
 )
 
-STATE_FORMAT = 1
-"""The sidecar format this release writes and reads."""
+STATE_FORMAT = 2
+"""The sidecar format this release writes (it reads format 1 too: the metadata inline)."""
 
 _HEAD_FIELDS = ROW_HEAD_COLUMNS
 
@@ -226,6 +230,9 @@ class FileState:
         view: The view's entries.
         nonce: A random id of the commit that wrote it: a handle that wrote (or read) this
             nonce knows the sidecar is unchanged from its first bytes alone.
+        metadata_file: The file holding ``head.metadata`` (``None``: none, the metadata is
+            empty or, in a format 1 sidecar, inline). :func:`decode_state` leaves the head's
+            metadata empty when it names one; the store reads it.
     """
 
     head: SessionHead
@@ -235,6 +242,7 @@ class FileState:
     meta_bytes: int = 0
     view: tuple[ViewEntry, ...] = ()
     nonce: str = ""
+    metadata_file: str | None = None
 
 
 _NONCE = re.compile(rb'^\{"format":\d+,"nonce":"([0-9a-f]{1,64})"')
@@ -249,11 +257,11 @@ def state_nonce(prefix: bytes) -> str | None:
 
 
 def encode_state(state: FileState) -> bytes:
-    """The sidecar's bytes."""
+    """The sidecar's bytes (the head's metadata is in ``state.metadata_file``, not here)."""
     row = head_to_row(state.head)
     head = dict(zip(_HEAD_FIELDS, row, strict=True))
     head["usage"] = dict(state.head.usage)
-    head["metadata"] = dict(state.head.metadata)
+    del head["metadata"]
     head["log_pruned"] = state.head.log_pruned
     view = [e.seq if e.seq is not None else {"body": e.body, "source": e.source} for e in state.view]
     return _dump(
@@ -264,6 +272,7 @@ def encode_state(state: FileState) -> bytes:
             "log_file": state.log_file,
             "log_bytes": state.log_bytes,
             "meta_bytes": state.meta_bytes,
+            "metadata_file": state.metadata_file,
             "head": head,
             "view": view,
         }
@@ -294,10 +303,14 @@ def decode_state(raw: bytes, *, store: str, session_id: str, file: str) -> FileS
                 f"{file} has format {version}, newer than this release reads ({STATE_FORMAT}): upgrade",
                 session_id=session_id,
             )
-        if version != STATE_FORMAT:
+        if version not in (1, STATE_FORMAT):
             raise TypeError(f"unknown format {version!r}")
         head_data = cast(dict[str, Any], data["head"])
-        head = head_from_row(store, [head_data[k] for k in _HEAD_FIELDS])
+        inline = version == 1  # format 1: the metadata in the head
+        head = head_from_row(store, [head_data[k] if inline or k != "metadata" else {} for k in _HEAD_FIELDS])
+        metadata_file = None if inline else data["metadata_file"]
+        if metadata_file is not None and (not isinstance(metadata_file, str) or "/" in metadata_file):
+            raise TypeError("metadata_file must be a file name")
         view: list[ViewEntry] = []
         for item in cast(list[Any], data["view"]):
             if isinstance(item, dict):
@@ -321,6 +334,7 @@ def decode_state(raw: bytes, *, store: str, session_id: str, file: str) -> FileS
             meta_bytes=_int(data["meta_bytes"], "meta_bytes"),
             view=tuple(view),
             nonce=nonce,
+            metadata_file=metadata_file,
         )
     except SessionStoreError:
         raise

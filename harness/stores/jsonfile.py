@@ -1,20 +1,19 @@
 """``JsonFileStore``: sessions as today's JSON files in a folder, each with its raw log beside it.
 
-The folder (``file:///dir``) holds, per session, the files :mod:`harness.stores.filelog`
-describes: the snapshot ``<project_id>_<session_id>.json`` (today's session file, exactly
-the contract's keys, the export and import format: ``Session.load`` and
-``list_sessions`` read it), the append-only raw log ``<stem>.log.jsonl``, the journal
-``<stem>.meta.jsonl`` (thoughts, ledger, edits) and the sidecar ``<stem>.state``.
+The folder (``file:///dir``) holds, per session, the files :mod:`harness.stores.filelog` describes: the
+snapshot ``<project_id>_<session_id>.json`` (today's session file, exactly the contract's keys, the export
+and import format: ``Session.load`` and ``list_sessions`` read it), the raw log ``<stem>.log.jsonl`` and the
+journal ``<stem>.meta.jsonl`` (thoughts, ledger, edits), both append-only, and the sidecar ``<stem>.state``.
 
 **A commit**, under an exclusive ``fcntl.flock`` of ``<dir>/.harness-store.lock`` (so
 revision checks hold across processes): read the sidecar and compare revisions, cut the
 log and the journal back to their committed lengths (what a crashed commit left), append
-the new lines, replace the sidecar atomically (**the commit point**), then replace the
-snapshot. A crash before the sidecar is replaced leaves the previous revision, with
-lines past the committed lengths that nothing reads; a crash after it leaves the new
-revision with a snapshot one revision behind, rewritten by the next commit. Readers take
-a shared lock. ``durability="full"`` also fsyncs the files and the folder (a power cut);
-the default survives a killed process.
+the new lines (and a changed metadata's file: :mod:`harness.stores.filemeta`), replace the sidecar
+atomically (**the commit point**), then replace the snapshot. A crash before that leaves
+the previous revision, with lines past the committed lengths that nothing reads; a crash
+after it leaves the new revision with a snapshot one revision behind, rewritten by the
+next commit. Readers take a shared lock. ``durability="full"`` also fsyncs the files and
+the folder (a power cut); the default survives a killed process.
 
 **Costs.** The log and the journal get only what the step added (O(delta)); the sidecar
 (the view's entries) and the snapshot (the view's messages) are rewritten whole, so a
@@ -72,6 +71,7 @@ from harness.stores.filelog import (
     snapshot_bytes,
     state_nonce,
 )
+from harness.stores.filemeta import METADATA_INFIX, drop_metadata, read_metadata, write_metadata
 from harness.stores.folder import LOCK_NAME, StoreFolder
 from harness.stores.leasefile import drop_lease as _drop_lease
 from harness.stores.leasefile import take_lease as _take_lease
@@ -149,7 +149,7 @@ class JsonFileStore:
         pattern = "*_" + glob.escape(session_id)
         for candidate in sorted(self.path.glob(pattern + _STATE)):
             name = candidate.name[: -len(_STATE)]
-            if self._state(name, session_id=session_id).head.session_id == session_id:
+            if self._state(name, session_id=session_id, metadata=False).head.session_id == session_id:
                 self._stems[session_id] = name
                 return name, True
         for candidate in sorted(self.path.glob(pattern + ".json")):
@@ -168,9 +168,10 @@ class JsonFileStore:
         value = cast(dict[str, Any], doc).get("session_id") if isinstance(doc, dict) else None
         return value if isinstance(value, str) else None
 
-    def _state(self, stem: str, *, session_id: str) -> FileState:
+    def _state(self, stem: str, *, session_id: str, metadata: bool = True) -> FileState:
         raw = self._folder.read(stem + _STATE, session_id=session_id)
-        return decode_state(raw, store=self._url, session_id=session_id, file=stem + _STATE)
+        state = decode_state(raw, store=self._url, session_id=session_id, file=stem + _STATE)
+        return read_metadata(self._folder, state, session_id=session_id) if metadata else state
 
     def _plain(self, stem: str, session_id: str) -> _Loaded:
         """A plain session file as a session at revision 1 whose log is its messages."""
@@ -376,7 +377,7 @@ class JsonFileStore:
     def _current_revision(self, found: tuple[str, bool], session_id: str) -> int | None:
         try:
             if found[1]:
-                return self._state(found[0], session_id=session_id).head.revision
+                return self._state(found[0], session_id=session_id, metadata=False).head.revision
             return self._plain(found[0], session_id).state.head.revision
         except SessionStoreError:
             raise SessionStoreError(
@@ -426,6 +427,7 @@ class JsonFileStore:
         try:
             log_bytes = self._folder.append(state.log_file, state.log_bytes, log_data)
             meta_bytes = self._folder.append(state.stem + ".meta.jsonl", state.meta_bytes, meta_data)
+            metadata_file = write_metadata(self._folder, state, checkpoint)
             new_state = attrs.evolve(
                 state,
                 head=checkpoint.head,
@@ -433,10 +435,12 @@ class JsonFileStore:
                 meta_bytes=meta_bytes,
                 view=(*state.view[:start], *checkpoint.view_tail),
                 nonce=uuid.uuid4().hex,
+                metadata_file=metadata_file,
             )
             self._folder.replace(state.stem + _STATE, encode_state(new_state))
         except OSError as exc:
             raise SessionStoreError(self._url, f"cannot write: {exc}", session_id=sid) from exc
+        drop_metadata(self._folder, state.metadata_file, keep=metadata_file)
         self._stems[sid] = state.stem
         journal = Journal(
             thoughts=[*loaded.journal.thoughts, *checkpoint.thoughts],
@@ -503,6 +507,7 @@ class JsonFileStore:
                 return False
             stem = found[0]
             logs = [p.name for p in self.path.glob(glob.escape(stem) + ".log*.jsonl")]
+            logs += [p.name for p in self.path.glob(glob.escape(stem) + METADATA_INFIX + "*")]
             self._remove(stem, session_id, logs)
         return True
 
