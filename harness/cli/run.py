@@ -107,10 +107,12 @@ def _has_work(session: Session) -> bool:
 def _after_failed_turn(session: Session, store: SessionStore, *, fresh: bool, options: str = "") -> None:
     """Keep what a failed turn did, or forget a new session that got nothing worth keeping.
 
-    The run's recovery handed the repaired history to the session; this writes it. A new
-    session whose first turn failed before the model answered is not kept, as before
-    stores: a run that checkpointed it already is undone by deleting it (it is this
-    command's own creation). Never masks the run's own error.
+    The run's recovery handed the repaired history to the session; this writes it and
+    prints the command that continues it, for a new session and a resumed one alike
+    (Ctrl-C in ``--resume ID "prompt"`` too). A new session whose first turn failed before
+    the model answered is not kept, as before stores: a run that checkpointed it already is
+    undone by deleting it (it is this command's own creation). Never masks the run's own
+    error.
     """
     try:
         if fresh and not _has_work(session):
@@ -121,11 +123,10 @@ def _after_failed_turn(session: Session, store: SessionStore, *, fresh: bool, op
     except Exception as exc:
         click.echo(f"the session could not be saved either: {exc}", err=True)
         return
-    if fresh:
-        click.echo(
-            f"the session so far was saved in {store.url}; continue with: {_resume_hint(session, options)}",
-            err=True,
-        )
+    click.echo(
+        f"the session so far was saved in {store.url}; continue with: {_resume_hint(session, options)}",
+        err=True,
+    )
 
 
 def _closed_by_interrupt(session: Session) -> bool:

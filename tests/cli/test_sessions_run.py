@@ -236,33 +236,15 @@ def test_a_run_killed_mid_way_resumes_from_its_last_checkpoint(project: Path, tm
     assert len(answered) == len(set(answered)), "a completed tool ran twice"
 
 
-def test_the_hint_printed_after_ctrl_c_continues_the_session(project: Path, tmp_path: Path) -> None:
-    for i in range(4):
-        (project / f"mod{i}.py").write_text("".join(f"def f{j}():\n    return {j}\n" for j in range(150)))
-    db = tmp_path / "s.db"
-    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg")}
+def _ctrl_c(env: dict[str, str], db: Path, args: list[str], *, after_revision: int) -> str:
+    """Run ``harness run ARGS`` on session ``cc``, send it a real SIGINT once its revision
+    passes ``after_revision``, and return the continue hint it printed (exactly one)."""
     child = subprocess.Popen(
-        [
-            HARNESS,
-            "run",
-            "--root",
-            str(project),
-            "--store",
-            str(db),
-            "--budget",
-            "3000",
-            "--session",
-            "cc",
-            "Go.",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
+        [HARNESS, "run", *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
     revision = 0
     deadline = time.monotonic() + 60
-    while revision < 4 and time.monotonic() < deadline and child.poll() is None:
+    while revision < after_revision and time.monotonic() < deadline and child.poll() is None:
         try:
             with sqlite3.connect(db, timeout=1) as raw:
                 row = raw.execute("SELECT revision FROM sessions WHERE session_id = 'cc'").fetchone()
@@ -276,6 +258,11 @@ def test_the_hint_printed_after_ctrl_c_continues_the_session(project: Path, tmp_
     (hint,) = [
         line.split("continue with: ", 1)[1] for line in stderr.splitlines() if "continue with: " in line
     ]
+    return hint
+
+
+def _follow(hint: str, env: dict[str, str], db: Path) -> None:
+    """Run the hint as printed (a new prompt for PROMPT) and check that it continued session ``cc``."""
     words = shlex.split(hint)
     assert words[:2] == ["harness", "run"]
     assert "--store" in words  # the hint repeats the options the session needs
@@ -296,6 +283,34 @@ def test_the_hint_printed_after_ctrl_c_continues_the_session(project: Path, tmp_
     assert followed.returncode == 0, followed.stderr
     with SqliteStore(db) as store:
         assert Session.open(store, "cc").revision > stopped.revision
+
+
+def _long_project(project: Path) -> None:
+    for i in range(4):
+        (project / f"mod{i}.py").write_text("".join(f"def f{j}():\n    return {j}\n" for j in range(150)))
+
+
+def test_the_hint_printed_after_ctrl_c_continues_the_session(project: Path, tmp_path: Path) -> None:
+    _long_project(project)
+    db = tmp_path / "s.db"
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    args = ["--root", str(project), "--store", str(db), "--budget", "3000", "--session", "cc", "Go."]
+    _follow(_ctrl_c(env, db, args, after_revision=4), env, db)
+
+
+def test_ctrl_c_in_a_resumed_session_prints_the_hint_too(project: Path, tmp_path: Path) -> None:
+    _long_project(project)
+    db = tmp_path / "s.db"
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    started = ["--root", str(project), "--store", str(db), "--budget", "3000", "--session", "cc", "Go."]
+    first = subprocess.run(
+        [HARNESS, "run", *started], env=env, input="", capture_output=True, text=True, timeout=120
+    )
+    assert first.returncode == 0, first.stderr
+    with SqliteStore(db) as store:
+        done = Session.open(store, "cc").revision
+    args = ["--store", str(db), "--budget", "3000", "--resume", "cc", "Go on."]
+    _follow(_ctrl_c(env, db, args, after_revision=done + 4), env, db)
 
 
 def test_resume_runs_on_the_folder_the_session_was_started_on(project: Path, tmp_path: Path) -> None:
