@@ -46,7 +46,7 @@ from typing import Any, Final, cast
 
 import attrs
 
-from harness.core.usage import Usage
+from harness.core.usage import USAGE_TOKEN_KEYS, Usage
 from harness.errors import WireFormatError
 
 Check = Callable[[Any, str], Any]
@@ -139,17 +139,6 @@ def parse_timestamp(value: Any, key: str) -> datetime:
         return datetime.fromisoformat(value)
     except ValueError:
         raise WireFormatError(f"is not an ISO-8601 timestamp: {preview(value)}", field=key) from None
-
-
-USAGE_TOKEN_KEYS: Final = (
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "request_tokens",
-    "response_tokens",
-)
-"""The token counts of a ``usage`` object that must be integers when present."""
 
 
 def check_usage(value: Any, key: str) -> Usage:

@@ -5,15 +5,25 @@ Part of :mod:`harness.core.messages`, which re-exports :class:`Usage`.
 
 from __future__ import annotations
 
-__all__ = ["Usage"]
+__all__ = ["USAGE_TOKEN_KEYS", "Usage"]
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, Final, cast
 
 import attrs
 
 from harness.core._init import install as install_init
 from harness.core.frozen import EMPTY, freeze_mapping, refuse_hash
+
+USAGE_TOKEN_KEYS: Final = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "request_tokens",
+    "response_tokens",
+)
+"""The token counts of a ``usage`` object (integers when present)."""
 
 
 @attrs.frozen
@@ -66,14 +76,7 @@ class Usage:
         The deprecated aliases ``request_tokens`` and ``response_tokens`` are read too.
         Keys that are not token totals are kept in ``extra``.
         """
-        known = {
-            "input_tokens",
-            "output_tokens",
-            "cache_read_tokens",
-            "cache_write_tokens",
-            "request_tokens",
-            "response_tokens",
-        }
+        known = set(USAGE_TOKEN_KEYS)
         return cls(
             request_tokens=_int(data.get("input_tokens", data.get("request_tokens"))),
             response_tokens=_int(data.get("output_tokens", data.get("response_tokens"))),
