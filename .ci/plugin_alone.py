@@ -339,7 +339,12 @@ ENGINES: dict[str, Callable[[], int]] = {"temporal": check_temporal, "dbos": che
 
 
 def main(name: str) -> int:
-    """Check the one installed capability (or store plugin) ``name``; return the process exit code."""
+    """Check the one installed plugin named by its entry point ``name``; return the process exit code.
+
+    A store, engine or observer entry point says its kind (``store.postgres``, ``engine.dbos``,
+    ``plugin.otel``); the checks are keyed by the plugin's own name after it.
+    """
+    name = name.split(".", 1)[-1]
     manager = PluginManager()
     manager.load_entrypoint_plugins()
     if name in STORES:
